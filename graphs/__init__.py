@@ -1,0 +1,1 @@
+"""LangGraph wiring for replan: nodes, prompts, runtime configuration and the CLI."""
