@@ -1,0 +1,69 @@
+"""Crash-safe file primitives shared by the file-backed stores.
+
+`atomic_write_text` never leaves a partial file behind: it writes a temporary file in the same
+folder, flushes it to disk, then renames it over the target. `interprocess_lock` is an advisory
+`flock` on a lock file, so it holds across threads *and* processes (each acquisition opens its
+own file descriptor).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) if missing; a folder we create is readable only by its owner."""
+    if not path.is_dir():
+        path.mkdir(parents=True, mode=PRIVATE_DIR_MODE, exist_ok=True)
+    return path
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Replace `path` with `text` atomically: readers see the old content or the new, never a mix."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries (a rename or unlink) to disk."""
+    dir_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@contextmanager
+def interprocess_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` for the duration of the block.
+
+    Blocks until the lock is free. The kernel releases it if the holder dies, so a killed
+    process never leaves a stale lock behind.
+    """
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
