@@ -1,0 +1,66 @@
+"""Plain-text views of tasks, as the model (and a terminal) reads them."""
+
+from __future__ import annotations
+
+import json
+
+from state.tasks import Task, TaskContext, TaskUpdateResult
+
+EMPTY_LIST_TEXT = "No tasks yet. Create some with TaskCreate when the work has several steps."
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(f"#{task_id}" for task_id in sorted(ids, key=int)) or "none"
+
+
+def format_task_line(task: Task, context: TaskContext) -> str:
+    """`#ID [status] subject [owner: X] [blocked by #x, #y]` (open blockers only)."""
+    line = f"#{task.id} [{task.status}] {task.subject}"
+    if task.owner:
+        line += f" [owner: {task.owner}]"
+    blockers = context.open_blockers(task)
+    if blockers:
+        line += f" [blocked by {_ids(blockers)}]"
+    return line
+
+
+def format_task_list(context: TaskContext) -> str:
+    """One line per task in numeric ID order, or a plain sentence when there are none."""
+    if not context.tasks:
+        return EMPTY_LIST_TEXT
+    return "\n".join(format_task_line(task, context) for task in context.sorted_tasks())
+
+
+def format_task_details(task: Task) -> str:
+    """Every field of one task, one per line."""
+    metadata = json.dumps(task.metadata, ensure_ascii=False, sort_keys=True) if task.metadata else "none"
+    return "\n".join(
+        [
+            f"Task #{task.id}: {task.subject}",
+            f"Status: {task.status}",
+            f"Description: {task.description or '(none)'}",
+            f"Active form: {task.active_form or '(none)'}",
+            f"Owner: {task.owner or '(none)'}",
+            f"Blocks: {_ids(task.blocks)}",
+            f"Blocked by: {_ids(task.blocked_by)}",
+            f"Metadata: {metadata}",
+            f"Created at: {task.created_at}",
+        ]
+    )
+
+
+def format_created(task: Task) -> str:
+    """Confirmation of a new task."""
+    return f"Task #{task.id} created successfully: {task.subject}"
+
+
+def format_update_result(result: TaskUpdateResult) -> str:
+    """Confirmation of an update, deletion or clean-up."""
+    if result.deleted:
+        return f"Task #{result.task_id} deleted; references to it were removed from other tasks."
+    if not result.changed:
+        return f"Task #{result.task_id} unchanged: the values given were already set."
+    text = f"Updated task #{result.task_id}: {', '.join(result.changed)}."
+    if result.cleared:
+        text += " Every task is now completed, so the task list was cleared."
+    return text
