@@ -1,5 +1,249 @@
-"""Placeholder: the plan-document tools are being written (issue 4)."""
+"""The eight plan-document tools: thin LangChain adapters over `state.plans` storage.
+
+Every tool answers in JSON. Any failure (unknown plan, stale revision, damaged file, path
+outside the workspace, broken disk) comes back as a ToolMessage with status "error" whose
+text tells the model what to do next; no exception escapes into the graph.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field, ValidationError
+
+from state.plans import (
+    FilesystemPlanStorage,
+    InvalidPlan,
+    Plan,
+    PlanConflict,
+    PlanCorrupt,
+    PlanError,
+    PlanNotFound,
+    PlanStorage,
+    PlanUpdate,
+    Workspace,
+    WorkspaceError,
+)
+from tools import plan_descriptions as text
 
 
-def plan_tools(*args: object, **kwargs: object) -> list[object]:
-    raise NotImplementedError
+class _Named(BaseModel):
+    name: str = Field(description=text.NAME)
+
+
+class _Labels(_Named):
+    title: str | None = Field(default=None, description=text.TITLE)
+    author: str | None = Field(default=None, description=text.AUTHOR)
+    status: str | None = Field(default=None, description=text.STATUS)
+    last_known_revision: int | None = Field(
+        default=None, ge=0, description=text.LAST_KNOWN_REVISION
+    )
+
+
+class WritePlanArgs(_Labels):
+    content: str = Field(description=text.CONTENT)
+
+
+class UpdatePlanFromFileArgs(_Labels):
+    path: str = Field(description=text.IMPORT_PATH)
+
+
+class DeletePlanArgs(_Named):
+    last_known_revision: int | None = Field(
+        default=None, ge=0, description=text.LAST_KNOWN_REVISION
+    )
+
+
+class ExportPlanToFileArgs(_Named):
+    path: str = Field(description=text.EXPORT_PATH)
+    overwrite: bool = Field(default=False, description=text.OVERWRITE)
+
+
+class SetPlanStatusArgs(_Named):
+    status: str = Field(description=text.NEW_STATUS)
+    last_known_revision: int | None = Field(
+        default=None, ge=0, description=text.LAST_KNOWN_REVISION
+    )
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+def plan_tools(
+    storage: PlanStorage | None = None,
+    *,
+    workspace: str | os.PathLike[str] | Workspace | None = None,
+) -> list[BaseTool]:
+    """write_plan, read_plan, list_plans, delete_plan, update_plan_from_file,
+    export_plan_to_file, set_plan_status and get_plan_status over one storage.
+
+    `storage` defaults to a `FilesystemPlanStorage` in the default plans folder (see
+    `state.plans.default_plans_dir`). `workspace` is the only folder the file tools may read
+    or write; it defaults to the working directory when `plan_tools` is called. Agents that
+    should see the same plans pass the same storage.
+    """
+    store = storage if storage is not None else FilesystemPlanStorage()
+    files = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+
+    def write_plan(
+        name: str,
+        content: str,
+        title: str | None = None,
+        author: str | None = None,
+        status: str | None = None,
+        last_known_revision: int | None = None,
+    ) -> str:
+        update = PlanUpdate(
+            name=name,
+            content=content,
+            title=title,
+            author=author,
+            status=status,
+            expected_revision=last_known_revision,
+        )
+        return _json(store.upsert(update).summary().model_dump())
+
+    def read_plan(name: str) -> str:
+        return _json(_existing(store, name).model_dump())
+
+    def list_plans() -> str:
+        listing = store.list()
+        return _json(listing.model_dump(exclude={"warnings"} if not listing.warnings else None))
+
+    def delete_plan(name: str, last_known_revision: int | None = None) -> str:
+        if not store.delete(name, last_known_revision):
+            raise PlanNotFound(name)
+        return _json({"name": name, "deleted": True})
+
+    def update_plan_from_file(
+        name: str,
+        path: str,
+        title: str | None = None,
+        author: str | None = None,
+        status: str | None = None,
+        last_known_revision: int | None = None,
+    ) -> str:
+        content = files.read_text(path)
+        return write_plan(name, content, title, author, status, last_known_revision)
+
+    def export_plan_to_file(name: str, path: str, overwrite: bool = False) -> str:
+        plan = _existing(store, name)
+        target = files.write_text(path, plan.content, overwrite=overwrite)
+        return _json(
+            {
+                "name": plan.name,
+                "path": str(target.relative_to(files.root)),
+                "title": plan.title,
+                "status": plan.status,
+                "revision": plan.revision,
+                "bytes_written": len(plan.content.encode("utf-8")),
+            }
+        )
+
+    def set_plan_status(name: str, status: str, last_known_revision: int | None = None) -> str:
+        update = PlanUpdate(
+            name=name, status=status, expected_revision=last_known_revision, must_exist=True
+        )
+        return _status_view(store.upsert(update))
+
+    def get_plan_status(name: str) -> str:
+        return _status_view(_existing(store, name))
+
+    return [
+        _tool(write_plan, WritePlanArgs, text.WRITE_PLAN),
+        _tool(read_plan, _Named, text.READ_PLAN),
+        _tool(list_plans, _NoArgs, text.LIST_PLANS),
+        _tool(delete_plan, DeletePlanArgs, text.DELETE_PLAN),
+        _tool(update_plan_from_file, UpdatePlanFromFileArgs, text.UPDATE_PLAN_FROM_FILE),
+        _tool(export_plan_to_file, ExportPlanToFileArgs, text.EXPORT_PLAN_TO_FILE),
+        _tool(set_plan_status, SetPlanStatusArgs, text.SET_PLAN_STATUS),
+        _tool(get_plan_status, _Named, text.GET_PLAN_STATUS),
+    ]
+
+
+def _existing(store: PlanStorage, name: str) -> Plan:
+    """The named plan; PlanNotFound if there is none."""
+    plan = store.get(name)
+    if plan is None:
+        raise PlanNotFound(name)
+    return plan
+
+
+def _status_view(plan: Plan) -> str:
+    return _json({"name": plan.name, "status": plan.status, "revision": plan.revision})
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _tool(func: Callable[..., str], args_schema: type[BaseModel], description: str) -> BaseTool:
+    """A structured tool whose failures become error ToolMessages the model can act on."""
+
+    @functools.wraps(func)
+    def guarded(**kwargs: Any) -> str:
+        try:
+            return func(**kwargs)
+        except (PlanError, WorkspaceError, OSError) as exc:
+            raise ToolException(explain(exc)) from exc
+
+    return StructuredTool.from_function(
+        func=guarded,
+        name=func.__name__,
+        description=description,
+        args_schema=args_schema,
+        handle_tool_error=True,
+        handle_validation_error=_explain_arguments,
+    )
+
+
+def explain(exc: Exception) -> str:
+    """The error text a model sees: what went wrong and what to do about it."""
+    if isinstance(exc, PlanNotFound):
+        return (
+            f"No plan is named {exc.name!r}. Call list_plans to see the existing plans, or "
+            "write_plan to create it."
+        )
+    if isinstance(exc, PlanConflict):
+        return _explain_conflict(exc)
+    if isinstance(exc, PlanCorrupt):
+        return (
+            f"{exc}. Nothing was changed. Do not recreate it under another name; tell the "
+            "user, or call delete_plan without last_known_revision and write it again."
+        )
+    if isinstance(exc, InvalidPlan | WorkspaceError):
+        return f"Refused: {exc}. Fix the arguments and call again."
+    return f"The plan storage failed: {exc}. Try again; if it keeps failing, tell the user."
+
+
+def _explain_conflict(exc: PlanConflict) -> str:
+    if exc.expected == 0:
+        return (
+            f"A plan named {exc.name!r} already exists (revision {exc.current}); nothing was "
+            f"written. Call read_plan to see it, choose another name, or write with "
+            f"last_known_revision={exc.current} to replace it."
+        )
+    if exc.current == 0:
+        return (
+            f"Plan {exc.name!r} no longer exists (someone deleted it); nothing was written. "
+            "Call list_plans, or write_plan with last_known_revision=0 to create it again."
+        )
+    return (
+        f"Plan {exc.name!r} was changed by someone else: it is at revision {exc.current}, "
+        f"not {exc.expected}. Nothing was changed. Call read_plan, merge your change into "
+        f"the current version and retry with last_known_revision={exc.current}."
+    )
+
+
+def _explain_arguments(exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+        for error in exc.errors()
+    )
+    return f"Invalid arguments ({problems}). Fix them and call again."
