@@ -27,7 +27,7 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:
-    """Replace `path` with `text` atomically: readers see the old content or the new, never a mix."""
+    """Replace `path` with `text` atomically: readers see the old or the new, never a mix."""
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

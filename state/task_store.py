@@ -70,7 +70,8 @@ class FileTaskStore:
             if not match:
                 continue
             try:
-                task = Task.model_validate(_from_disk(json.loads(Path(entry.path).read_text("utf-8"))))
+                raw = json.loads(Path(entry.path).read_text("utf-8"))
+                task = Task.model_validate(_from_disk(raw))
             except (OSError, ValueError, ValidationError) as error:
                 problems.append(f"{entry.name}: {_first_line(error)}")
                 continue
@@ -106,8 +107,10 @@ class FileTaskStore:
             "write": {tid: data for tid, data in after.items() if before.get(tid) != data},
             "delete": [tid for tid in before if tid not in after],
         }
-        if not journal["write"] and not journal["delete"] and self._watermark_on_disk_is(
-            context.high_watermark
+        if (
+            not journal["write"]
+            and not journal["delete"]
+            and self._watermark_on_disk_is(context.high_watermark)
         ):
             return
         atomic_write_text(self.directory / JOURNAL_FILE, json.dumps(journal))

@@ -33,7 +33,9 @@ def format_task_list(context: TaskContext) -> str:
 
 def format_task_details(task: Task) -> str:
     """Every field of one task, one per line."""
-    metadata = json.dumps(task.metadata, ensure_ascii=False, sort_keys=True) if task.metadata else "none"
+    metadata = "none"
+    if task.metadata:
+        metadata = json.dumps(task.metadata, ensure_ascii=False, sort_keys=True)
     return "\n".join(
         [
             f"Task #{task.id}: {task.subject}",

@@ -220,9 +220,8 @@ def _earlier_task_calls(messages: Sequence[BaseMessage], tool_call_id: str) -> l
         call_ids = [call["id"] for call in message.tool_calls]
         if tool_call_id not in call_ids:
             continue
-        answered = {
-            reply.tool_call_id for reply in messages[position + 1 :] if isinstance(reply, ToolMessage)
-        }
+        later = messages[position + 1 :]
+        answered = {reply.tool_call_id for reply in later if isinstance(reply, ToolMessage)}
         before = message.tool_calls[: call_ids.index(tool_call_id)]
         return [c for c in before if c["name"] in TASK_TOOL_NAMES and c["id"] not in answered]
     return []
