@@ -64,7 +64,7 @@ def parse_task_id(value: object) -> str:
     text = str(value).strip().removeprefix("#") if isinstance(value, str | int) else None
     if text is None or not _TASK_ID.match(text):
         raise TaskError(
-            f"{value!r} is not a task ID. IDs are positive whole numbers such as \"3\"; "
+            f'{value!r} is not a task ID. IDs are positive whole numbers such as "3"; '
             "call TaskList to see the IDs that exist."
         )
     return text
