@@ -1,0 +1,334 @@
+"""A scripted OpenAI-compatible chat server for offline tests.
+
+`ScriptedOpenAIServer` answers `POST /v1/chat/completions` (plain JSON and `stream=true`
+server-sent events shaped like OpenAI's) and `GET /v1/models` on 127.0.0.1. Each completion
+request takes the next queued reply (`push`) or, when the queue is empty, asks the
+`responder(request_json)` callable. With neither, it answers HTTP 500 saying the script ran out,
+so a test that under-scripts fails loudly.
+
+Run it as its own process when a test needs the server to outlive or restart independently::
+
+    python -m tests.scripted_openai --port-file F --responder tests.plan_execute_script:respond
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import re
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "Reply",
+    "Responder",
+    "ScriptedOpenAIServer",
+    "http_error",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+MODEL_ID = "scripted-model"
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    """One tool call of a reply; `arguments` is the raw JSON text sent to the client."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: assistant text, tool calls, or an HTTP error."""
+
+    content: str | None = None
+    calls: tuple[ToolCallSpec, ...] = ()
+    status: int = 200
+    error_message: str = ""
+    retry_after_ms: float | None = None
+
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+def text(content: str) -> Reply:
+    """An assistant message with plain text content."""
+    return Reply(content=content)
+
+
+def _arguments(args: dict[str, Any] | str) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def tool_call(name: str, args: dict[str, Any] | str) -> Reply:
+    """An assistant message calling one tool; a `str` for `args` is sent verbatim (malformed)."""
+    return Reply(calls=(ToolCallSpec(name, _arguments(args)),))
+
+
+def tool_calls(calls: Sequence[tuple[str, dict[str, Any] | str]]) -> Reply:
+    """An assistant message with several parallel tool calls, in order."""
+    return Reply(calls=tuple(ToolCallSpec(name, _arguments(args)) for name, args in calls))
+
+
+def http_error(status: int, message: str = "", *, retry_after_ms: float | None = None) -> Reply:
+    """An HTTP error with an OpenAI-style error body; `retry_after_ms` sets `retry-after-ms`."""
+    return Reply(status=status, error_message=message, retry_after_ms=retry_after_ms)
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    kind = "rate_limit_error" if status == 429 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _usage() -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+    if reply.calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{completion_id}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for i, call in enumerate(reply.calls)
+        ]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if reply.calls else "stop",
+            }
+        ],
+        "usage": _usage(),
+    }
+
+
+def _pieces(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """The (delta, finish_reason) sequence OpenAI streams for `reply`."""
+    if not reply.calls:
+        yield {"role": "assistant", "content": "", "refusal": None}, None
+        for token in re.findall(r"\s*\S+|\s+", reply.content or ""):
+            yield {"content": token}, None
+        yield {}, "stop"
+        return
+    yield {"role": "assistant", "content": None, "refusal": None}, None
+    for i, call in enumerate(reply.calls):
+        head = {
+            "index": i,
+            "id": f"call_{completion_id}_{i}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        yield {"tool_calls": [head]}, None
+        for piece in _pieces(call.arguments, 7):
+            yield {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, None
+    yield {}, "tool_calls"
+
+
+def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) -> Iterator[str]:
+    base = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+        "system_fingerprint": None,
+    }
+    for delta, finish in _deltas(reply, completion_id):
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        chunk = {**base, "choices": [choice]}
+        if usage:
+            chunk["usage"] = None
+        yield json.dumps(chunk)
+    if usage:
+        yield json.dumps({**base, "choices": [], "usage": _usage()})
+    yield "[DONE]"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    disable_nagle_algorithm = True
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+        """Keep test output quiet."""
+
+    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
+            self._send_json(200, {"object": "list", "data": [model]}, {})
+        else:
+            self._send_json(404, _error_body(404, f"no route {self.path}"), {})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, _error_body(404, f"no route {self.path}"), {})
+            return
+        reply = self.server.owner.next_reply(body)
+        try:
+            self._answer(body, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _answer(self, body: dict[str, Any], reply: Reply) -> None:
+        if reply.status != 200:
+            headers = {}
+            if reply.retry_after_ms is not None:
+                headers["retry-after-ms"] = str(reply.retry_after_ms)
+            self._send_json(reply.status, _error_body(reply.status, reply.error_message), headers)
+            return
+        completion_id = f"chatcmpl-{next(self.server.ids)}"
+        created = int(time.time())
+        if not body.get("stream"):
+            self._send_json(200, _completion(reply, completion_id, created), {})
+            return
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for event in _stream_events(reply, completion_id, created, usage):
+            self.wfile.write(f"data: {event}\n\n".encode())
+            self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int, owner: ScriptedOpenAIServer) -> None:
+        self.owner = owner
+        self.ids = itertools.count(1)
+        super().__init__(("127.0.0.1", port), _Handler)
+
+
+@dataclass
+class ScriptedOpenAIServer:
+    """An OpenAI-compatible server answering from a reply queue, then from `responder`.
+
+    Use as a context manager; `port=0` picks a free port, a fixed port lets a test restart a
+    server where a stopped one was.
+    """
+
+    responder: Responder | None = None
+    port: int = 0
+    _queue: deque[Reply] = field(default_factory=deque, init=False, repr=False)
+    _requests: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _server: _Server | None = field(default=None, init=False, repr=False)
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        self._server = _Server(self.port, self)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving and free the port (requests in flight are abandoned)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def base_url(self) -> str:
+        """The `base_url` for ChatOpenAI / OPENAI_BASE_URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A copy of the JSON bodies of the completion requests received so far."""
+        with self._lock:
+            return list(self._requests)
+
+    def push(self, *replies: Reply) -> None:
+        """Queue replies; they are used, in order, before the responder."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        """Record `body` and choose its reply (called from handler threads)."""
+        with self._lock:
+            self._requests.append(body)
+            queued = self._queue.popleft() if self._queue else None
+        if queued is not None:
+            return queued
+        if self.responder is not None:
+            return self.responder(body)
+        return http_error(500, "scripted server: script ran out (no queued reply, no responder)")
+
+
+def _load_responder(spec: str) -> Responder:
+    module_name, _, attr = spec.partition(":")
+    responder: Responder = getattr(importlib.import_module(module_name), attr)
+    return responder
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT; write the port to `--port-file` once listening."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--responder", required=True, help="module:function")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with ScriptedOpenAIServer(_load_responder(args.responder), port=args.port) as server:
+        tmp = args.port_file.with_suffix(".tmp")
+        tmp.write_text(str(server.port))
+        tmp.replace(args.port_file)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
