@@ -1,0 +1,1 @@
+"""Helpers for the plan-document tests: backend factories and subprocess children."""
