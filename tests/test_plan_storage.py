@@ -225,7 +225,10 @@ def test_retrying_writers_never_lose_an_update(storage: PlanStorage) -> None:
         thread.join()
     final = storage.get("counter")
     assert final is not None
-    assert (final.content, final.revision) == (str(per_thread * thread_count), 1 + per_thread * thread_count)
+    assert (final.content, final.revision) == (
+        str(per_thread * thread_count),
+        1 + per_thread * thread_count,
+    )
 
 
 def test_plans_survive_reopening(persistent: PlanStorage, tmp_path: Path) -> None:
