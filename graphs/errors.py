@@ -1,0 +1,21 @@
+"""Errors the plan–execute graph raises to its caller (the CLI prints their message)."""
+
+from __future__ import annotations
+
+
+class ReplanError(Exception):
+    """Base class of the errors raised by replan's graphs."""
+
+
+class ModelUnavailableError(ReplanError):
+    """The chat model cannot be used: no API key, or the server cannot be reached."""
+
+
+class PlanExecuteError(ReplanError):
+    """A model kept answering in a way its node cannot use, past the retry bound."""
+
+    def __init__(self, node: str, problem: str, sent: str) -> None:
+        self.node = node
+        self.problem = problem
+        self.sent = sent
+        super().__init__(f"{node}: {problem} (the model sent: {sent})")
