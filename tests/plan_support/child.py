@@ -1,0 +1,52 @@
+"""A plan-storage client run as a separate process by the concurrency and crash tests.
+
+child.py race KIND FOLDER NAME REVISION TAG   prints "ready", waits for a line on stdin,
+                                              writes once at REVISION, prints won/conflict
+child.py crash KIND FOLDER SIZE              rewrites plans p0 and p1 forever with
+                                              `versioned_content(i, SIZE)`, printing each i
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from state.plans import PlanConflict, PlanUpdate  # noqa: E402
+from tests.plan_support.backends import open_storage  # noqa: E402
+
+CRASH_PLANS = ("p0", "p1")
+
+
+def versioned_content(version: int, size: int) -> str:
+    """A large body whose prefix tells which version it is, so a torn mix is detectable."""
+    return f"{version}:" + chr(ord("a") + version % 26) * size + f":{version}"
+
+
+def race(kind: str, folder: str, name: str, revision: str, tag: str) -> None:
+    storage = open_storage(kind, Path(folder))
+    print("ready", flush=True)
+    sys.stdin.readline()
+    update = PlanUpdate(
+        name=name, content=f"from {tag}", author=tag, expected_revision=int(revision)
+    )
+    try:
+        storage.upsert(update)
+        print("won", flush=True)
+    except PlanConflict:
+        print("conflict", flush=True)
+
+
+def crash(kind: str, folder: str, size: str) -> None:
+    storage = open_storage(kind, Path(folder))
+    version = 0
+    while True:
+        version += 1
+        for name in CRASH_PLANS:
+            storage.upsert(PlanUpdate(name=name, content=versioned_content(version, int(size))))
+        print(version, flush=True)
+
+
+if __name__ == "__main__":
+    {"race": race, "crash": crash}[sys.argv[1]](*sys.argv[2:])
