@@ -77,10 +77,20 @@ class PlanExecuteNodes:
         return {"plan": args.steps, "response": "", "iterations": 0}
 
     def review_plan(self, state: PlanExecuteState) -> Command[Literal["executor", "__end__"]]:
-        """Pause for a human to approve, edit or reject the plan (see `parse_plan_review`)."""
+        """Pause for a human to approve, edit or reject the plan (see `parse_plan_review`).
+
+        An answer that is none of those pauses again, with an `error` saying what is accepted,
+        so a typo never strands the run.
+        """
         plan = state["plan"]
         question = self.prompts.review_question.format(plan=format_plan(plan))
-        review = parse_plan_review(interrupt({"plan": plan, "question": question}))
+        shown: dict[str, Any] = {"plan": plan, "question": question}
+        while True:
+            try:
+                review = parse_plan_review(interrupt(shown))
+                break
+            except ValueError as exc:
+                shown = {**shown, "error": str(exc)}
         if review.action == "reject":
             reason = f" Reason: {review.reason}" if review.reason else ""
             return Command(

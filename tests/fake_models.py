@@ -7,6 +7,7 @@ anything else.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,3 +126,11 @@ class FakeChatModel(BaseChatModel):
         reply = queue.pop(0)
         message = reply(request) if callable(reply) else reply
         return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+
+
+def run(graph: Any, objective: str | Any, **kwargs: Any) -> dict[str, Any]:
+    """Run a compiled graph on one event loop: a str is the user's objective; anything else
+    (None, a `Command(resume=...)`) is passed as the graph input."""
+    graph_input = {"messages": [("user", objective)]} if isinstance(objective, str) else objective
+    result: dict[str, Any] = asyncio.run(graph.ainvoke(graph_input, **kwargs))
+    return result

@@ -1,0 +1,111 @@
+"""The graph through the real ChatOpenAI client against the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessageChunk
+
+from graphs.context import Context
+from graphs.errors import ModelUnavailableError
+from graphs.plan_execute import build_plan_execute_graph
+from tests import plan_execute_script
+from tests.fake_models import run
+from tests.scripted_openai import ScriptedOpenAIServer, http_error, text, tool_call
+
+OBJECTIVE = "Compare task queues in 2 steps"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with ScriptedOpenAIServer(plan_execute_script.respond) as scripted:
+        yield scripted
+
+
+def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
+    return Context(model="scripted-model", base_url=server.base_url, **overrides)
+
+
+def test_a_run_through_chatopenai_forces_the_plan_tool(server: ScriptedOpenAIServer) -> None:
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+
+    assert [s["result"] for s in result["executed_steps"]] == [
+        "Executed step 1: RESULT 1/2",
+        "Executed step 2: RESULT 2/2",
+    ]
+    assert result["response"].startswith("All 2 steps")
+    planner, *rest = server.requests
+    assert planner["model"] == "scripted-model"
+    assert planner["tool_choice"] == {"type": "function", "function": {"name": "plan"}}
+    assert [t["function"]["name"] for t in planner["tools"]] == ["plan"]
+    replanner = next(r for r in rest if len(r.get("tools", [])) == 2)
+    assert replanner["tool_choice"] == "required"
+    assert plan_execute_script.executor_steps(server.requests) == [1, 2]
+
+
+def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer) -> None:
+    graph = build_plan_execute_graph()
+
+    async def collect() -> list[tuple[Any, tuple[Any, dict[str, Any]]]]:
+        stream = graph.astream(
+            {"messages": [("user", OBJECTIVE)]},
+            stream_mode="messages",
+            subgraphs=True,  # the executor's loop is a subgraph
+            context=_context(server),
+        )
+        return [item async for item in stream]
+
+    chunks = [
+        (namespace, message, meta)
+        for namespace, (message, meta) in asyncio.run(collect())
+        if isinstance(message, AIMessageChunk)
+    ]
+    assert all(r.get("stream") for r in server.requests)
+    executor_tokens = [m.content for ns, m, meta in chunks if meta["langgraph_node"] == "act"]
+    assert "".join(executor_tokens).startswith("Executed step 1: RESULT 1/2")
+    assert len(executor_tokens) > 3  # token by token, not one block
+    planner = [m for ns, m, meta in chunks if ns == () and meta["langgraph_node"] == "planner"]
+    assert sum(len(m.tool_call_chunks) for m in planner) > 3  # the plan arrives in pieces
+
+
+def test_occasional_http_500_and_429_are_retried(server: ScriptedOpenAIServer) -> None:
+    flaky = iter([500, None, 429, None, None, 500, None])
+
+    def respond(request: dict[str, Any]) -> Any:
+        status = next(flaky, None)
+        if status is not None:
+            return http_error(status, "try again", retry_after_ms=1)
+        return plan_execute_script.respond(request)
+
+    server.responder = respond
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=2))
+
+    assert result["response"].startswith("All 2 steps")
+    assert len(server.requests) == 5 + 3  # 5 model calls, 3 of them retried once
+
+
+def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
+    server.push(*[http_error(500, "down for good", retry_after_ms=1)] * 2)
+    with pytest.raises(Exception, match="down for good"):
+        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=1))
+
+
+def test_a_model_mistake_through_the_client_is_corrected(server: ScriptedOpenAIServer) -> None:
+    server.push(text("no tools for me"), tool_call("plan", '{"steps": ["a",'))
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+
+    assert result["response"].startswith("All ")
+    second, third = (r["messages"][-1]["content"] for r in server.requests[1:3])
+    assert "no tool call" in second and "no tools for me" in second
+    assert "not valid JSON" in third and '{"steps": ["a",' in third
+
+
+def test_an_unreachable_server_is_model_unavailable(server: ScriptedOpenAIServer) -> None:
+    context = _context(server, max_retries=0)
+    server.stop()
+    with pytest.raises(ModelUnavailableError, match="cannot reach"):
+        run(build_plan_execute_graph(), OBJECTIVE, context=context)
