@@ -1,5 +1,6 @@
 """Typed data and pure operations: tasks, graph state schemas, plan documents."""
 
+from state.plan_execute import ExecutedStep, PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from state.task_store import FileTaskStore, TaskStoreCorruptError
 from state.task_views import format_task_details, format_task_list
 from state.tasks import (
@@ -18,7 +19,11 @@ from state.tasks_state import TasksState, as_task_context, keep_last_task_contex
 __all__ = [
     "TASK_STATUSES",
     "UPDATE_STATUSES",
+    "ExecutedStep",
     "FileTaskStore",
+    "PlanExecuteInput",
+    "PlanExecuteOutput",
+    "PlanExecuteState",
     "Task",
     "TaskContext",
     "TaskError",
