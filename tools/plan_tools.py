@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from state.plans import (
     FilesystemPlanStorage,
@@ -32,47 +32,54 @@ from state.plans import (
 from tools import plan_descriptions as text
 
 
-class _Named(BaseModel):
-    name: str = Field(description=text.NAME)
+def _field(annotation: Any, description: str, **options: Any) -> Any:
+    """One described argument, as `create_model` takes it."""
+    return (annotation, Field(description=description, **options))
 
 
-class _Labels(_Named):
-    title: str | None = Field(default=None, description=text.TITLE)
-    author: str | None = Field(default=None, description=text.AUTHOR)
-    status: str | None = Field(default=None, description=text.STATUS)
-    last_known_revision: int | None = Field(
-        default=None, ge=0, description=text.LAST_KNOWN_REVISION
-    )
+def _args(tool: str, **fields: Any) -> type[BaseModel]:
+    """The argument schema of `tool`; fields keep the order given (name first)."""
+    return create_model(f"{tool}_args", __doc__=f"Arguments of {tool}.", **fields)
 
 
-class WritePlanArgs(_Labels):
-    content: str = Field(description=text.CONTENT)
+def _name() -> Any:
+    return _field(str, text.NAME)
 
 
-class UpdatePlanFromFileArgs(_Labels):
-    path: str = Field(description=text.IMPORT_PATH)
+def _revision() -> Any:
+    return _field(int | None, text.LAST_KNOWN_REVISION, default=None, ge=0)
 
 
-class DeletePlanArgs(_Named):
-    last_known_revision: int | None = Field(
-        default=None, ge=0, description=text.LAST_KNOWN_REVISION
-    )
+def _labels() -> dict[str, Any]:
+    """The optional fields a write keeps from the previous revision when omitted."""
+    return {
+        "title": _field(str | None, text.TITLE, default=None),
+        "author": _field(str | None, text.AUTHOR, default=None),
+        "status": _field(str | None, text.STATUS, default=None),
+        "last_known_revision": _revision(),
+    }
 
 
-class ExportPlanToFileArgs(_Named):
-    path: str = Field(description=text.EXPORT_PATH)
-    overwrite: bool = Field(default=False, description=text.OVERWRITE)
-
-
-class SetPlanStatusArgs(_Named):
-    status: str = Field(description=text.NEW_STATUS)
-    last_known_revision: int | None = Field(
-        default=None, ge=0, description=text.LAST_KNOWN_REVISION
-    )
-
-
-class _NoArgs(BaseModel):
-    pass
+WritePlanArgs = _args("write_plan", name=_name(), content=_field(str, text.CONTENT), **_labels())
+UpdatePlanFromFileArgs = _args(
+    "update_plan_from_file", name=_name(), path=_field(str, text.IMPORT_PATH), **_labels()
+)
+ExportPlanToFileArgs = _args(
+    "export_plan_to_file",
+    name=_name(),
+    path=_field(str, text.EXPORT_PATH),
+    overwrite=_field(bool, text.OVERWRITE, default=False),
+)
+SetPlanStatusArgs = _args(
+    "set_plan_status",
+    name=_name(),
+    status=_field(str, text.NEW_STATUS),
+    last_known_revision=_revision(),
+)
+DeletePlanArgs = _args("delete_plan", name=_name(), last_known_revision=_revision())
+ReadPlanArgs = _args("read_plan", name=_name())
+GetPlanStatusArgs = _args("get_plan_status", name=_name())
+ListPlansArgs = _args("list_plans")
 
 
 def plan_tools(
@@ -121,16 +128,9 @@ def plan_tools(
             raise PlanNotFound(name)
         return _json({"name": name, "deleted": True})
 
-    def update_plan_from_file(
-        name: str,
-        path: str,
-        title: str | None = None,
-        author: str | None = None,
-        status: str | None = None,
-        last_known_revision: int | None = None,
-    ) -> str:
-        content = files.read_text(path)
-        return write_plan(name, content, title, author, status, last_known_revision)
+    def update_plan_from_file(path: str, **fields: Any) -> str:
+        """write_plan with the body read from a workspace file; `fields` as in write_plan."""
+        return write_plan(content=files.read_text(path), **fields)
 
     def export_plan_to_file(name: str, path: str, overwrite: bool = False) -> str:
         plan = _existing(store, name)
@@ -157,13 +157,13 @@ def plan_tools(
 
     return [
         _tool(write_plan, WritePlanArgs, text.WRITE_PLAN),
-        _tool(read_plan, _Named, text.READ_PLAN),
-        _tool(list_plans, _NoArgs, text.LIST_PLANS),
+        _tool(read_plan, ReadPlanArgs, text.READ_PLAN),
+        _tool(list_plans, ListPlansArgs, text.LIST_PLANS),
         _tool(delete_plan, DeletePlanArgs, text.DELETE_PLAN),
         _tool(update_plan_from_file, UpdatePlanFromFileArgs, text.UPDATE_PLAN_FROM_FILE),
         _tool(export_plan_to_file, ExportPlanToFileArgs, text.EXPORT_PLAN_TO_FILE),
         _tool(set_plan_status, SetPlanStatusArgs, text.SET_PLAN_STATUS),
-        _tool(get_plan_status, _Named, text.GET_PLAN_STATUS),
+        _tool(get_plan_status, GetPlanStatusArgs, text.GET_PLAN_STATUS),
     ]
 
 
@@ -191,7 +191,7 @@ def _tool(func: Callable[..., str], args_schema: type[BaseModel], description: s
         try:
             return func(**kwargs)
         except (PlanError, WorkspaceError, OSError) as exc:
-            raise ToolException(explain(exc)) from exc
+            raise ToolException(_explain(exc)) from exc
 
     return StructuredTool.from_function(
         func=guarded,
@@ -203,7 +203,7 @@ def _tool(func: Callable[..., str], args_schema: type[BaseModel], description: s
     )
 
 
-def explain(exc: Exception) -> str:
+def _explain(exc: Exception) -> str:
     """The error text a model sees: what went wrong and what to do about it."""
     if isinstance(exc, PlanNotFound):
         return (
@@ -214,8 +214,8 @@ def explain(exc: Exception) -> str:
         return _explain_conflict(exc)
     if isinstance(exc, PlanCorrupt):
         return (
-            f"{exc}. Nothing was changed. Do not recreate it under another name; tell the "
-            "user, or call delete_plan without last_known_revision and write it again."
+            f"{exc}. Nothing was changed. The plan exists, so do not treat it as missing: "
+            "tell the user, or call delete_plan without last_known_revision and write it again."
         )
     if isinstance(exc, InvalidPlan | WorkspaceError):
         return f"Refused: {exc}. Fix the arguments and call again."
@@ -231,7 +231,7 @@ def _explain_conflict(exc: PlanConflict) -> str:
         )
     if exc.current == 0:
         return (
-            f"Plan {exc.name!r} no longer exists (someone deleted it); nothing was written. "
+            f"Plan {exc.name!r} does not exist (perhaps someone deleted it); nothing was written. "
             "Call list_plans, or write_plan with last_known_revision=0 to create it again."
         )
     return (
