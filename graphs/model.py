@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from graphs.context import Context
 from graphs.errors import ModelUnavailableError
@@ -27,7 +28,7 @@ def chat_model_from_context(context: Context) -> BaseChatModel:
         model=context.model,
         temperature=context.temperature,
         base_url=context.base_url or None,
-        api_key=api_key,
+        api_key=SecretStr(api_key),
         max_retries=context.max_retries,
         timeout=context.timeout,
     )

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool
-from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
@@ -16,7 +12,6 @@ from graphs.context import Context
 from graphs.model import resolve_model
 from graphs.nodes_decision import decide, plan_tool, respond_tool
 from graphs.nodes_executor import ExecutorLoop
-from graphs.prompts import Prompts
 from state import TaskContext, format_task_list
 from state.plan_execute import (
     PlanArgs,
@@ -30,27 +25,16 @@ from state.plan_execute import (
 
 
 class PlanExecuteNodes:
-    """Node functions sharing one configuration (model, tools, prompts and bounds)."""
+    """Node functions sharing the executor loop's model, tools and prompts, and the bounds."""
 
-    def __init__(
-        self,
-        model: BaseChatModel | None,
-        tools: Sequence[BaseTool],
-        prompts: Prompts,
-        *,
-        max_iterations: int,
-        executor_max_steps: int,
-        mistake_retries: int,
-    ) -> None:
+    def __init__(self, loop: ExecutorLoop, *, max_iterations: int, mistake_retries: int) -> None:
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
-        self.model = model
-        self.tools = list(tools)
-        self.prompts = prompts
+        self.loop = loop
+        self.model, self.tools, self.prompts = loop.model, loop.tools, loop.prompts
         self.max_iterations = max_iterations
         self.mistake_retries = mistake_retries
-        self.loop = ExecutorLoop(model, tools, prompts, executor_max_steps)
-        self.executor_graph = self.loop.compile()
+        self.executor_graph = loop.compile()
 
     def _briefing(self, state: PlanExecuteState) -> dict[str, str]:
         """The progress so far, as the prompt placeholders name it."""
@@ -94,7 +78,7 @@ class PlanExecuteNodes:
         if review.action == "reject":
             reason = f" Reason: {review.reason}" if review.reason else ""
             return Command(
-                goto=END, update={"response": self.prompts.rejected.format(reason=reason)}
+                goto="__end__", update={"response": self.prompts.rejected.format(reason=reason)}
             )
         if review.action == "edit":
             return Command(goto="executor", update={"plan": list(review.steps)})
@@ -154,4 +138,4 @@ def after_planner(
 
 def after_replanner(state: PlanExecuteState) -> Literal["executor", "__end__"]:
     """End once there is a response; otherwise execute the next step."""
-    return END if state.get("response") else "executor"
+    return "__end__" if state.get("response") else "executor"

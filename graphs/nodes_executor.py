@@ -15,7 +15,7 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
@@ -56,7 +56,7 @@ class ExecutorLoop:
         """Run the requested tools, unless the model is done or the budget is spent."""
         last = state["messages"][-1]
         wants_tools = isinstance(last, AIMessage) and bool(last.tool_calls)
-        return "tools" if wants_tools and state["model_calls"] < self.max_steps else END
+        return "tools" if wants_tools and state["model_calls"] < self.max_steps else "__end__"
 
     def compile(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The compiled inner loop, with a recursion limit that fits `max_steps`."""

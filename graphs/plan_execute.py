@@ -18,9 +18,11 @@ from langgraph.types import Checkpointer
 
 from graphs.context import Context
 from graphs.nodes import PlanExecuteNodes, after_planner, after_replanner
+from graphs.nodes_executor import ExecutorLoop
 from graphs.prompts import DEFAULT_PROMPTS, Prompts
 from state.plan_execute import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from tools import task_tools
+from tools.task_descriptions import Language
 
 GRAPH_NAME = "plan_execute"
 
@@ -34,7 +36,7 @@ def build_plan_execute_graph(
     executor_max_steps: int = 20,
     mistake_retries: int = 2,
     prompts: Prompts | None = None,
-    language: str = "en",
+    language: Language = "en",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the plan–execute–replan graph.
 
@@ -52,14 +54,9 @@ def build_plan_execute_graph(
         prompts: Replacement texts (see `graphs.prompts`).
         language: Language of the task tools' descriptions ("en" or "zh").
     """
-    nodes = PlanExecuteNodes(
-        model,
-        [*tools, *task_tools(language=language)],
-        prompts or DEFAULT_PROMPTS,
-        max_iterations=max_iterations,
-        executor_max_steps=executor_max_steps,
-        mistake_retries=mistake_retries,
-    )
+    all_tools = [*tools, *task_tools(language=language)]
+    loop = ExecutorLoop(model, all_tools, prompts or DEFAULT_PROMPTS, executor_max_steps)
+    nodes = PlanExecuteNodes(loop, max_iterations=max_iterations, mistake_retries=mistake_retries)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -12,7 +13,7 @@ from graphs.context import Context
 from graphs.plan_execute import build_plan_execute_graph
 from tests.fake_models import FakeChatModel, plan, respond, run, text
 
-CONFIG = {"configurable": {"thread_id": "review"}}
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "review"}}
 APPROVE = Context(approve_plan=True)
 
 

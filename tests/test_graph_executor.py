@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.plan_execute import build_plan_execute_graph
@@ -25,7 +26,7 @@ def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3() -> None:
         replanner=[plan("do the first task"), respond("three tasks planned")],
     )
     graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "tasks"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "tasks"}}
     run(graph, "Plan a comparison", config=config)
 
     tasks = graph.get_state(config).values["tasks_context"]

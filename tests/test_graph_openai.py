@@ -50,7 +50,7 @@ def test_a_run_through_chatopenai_forces_the_plan_tool(server: ScriptedOpenAISer
 def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer) -> None:
     graph = build_plan_execute_graph()
 
-    async def collect() -> list[tuple[Any, tuple[Any, dict[str, Any]]]]:
+    async def collect() -> list[Any]:
         stream = graph.astream(
             {"messages": [("user", OBJECTIVE)]},
             stream_mode="messages",
@@ -65,7 +65,7 @@ def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer) -> None:
         if isinstance(message, AIMessageChunk)
     ]
     assert all(r.get("stream") for r in server.requests)
-    executor_tokens = [m.content for ns, m, meta in chunks if meta["langgraph_node"] == "act"]
+    executor_tokens = [m.text for ns, m, meta in chunks if meta["langgraph_node"] == "act"]
     assert "".join(executor_tokens).startswith("Executed step 1: RESULT 1/2")
     assert len(executor_tokens) > 3  # token by token, not one block
     planner = [m for ns, m, meta in chunks if ns == () and meta["langgraph_node"] == "planner"]

@@ -129,7 +129,7 @@ def test_prompts_are_replaceable() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[plan("t")])
     result = run(build_plan_execute_graph(model, prompts=prompts, max_iterations=1), "Go")
 
-    assert model.requests_of("planner")[0].messages[0].content.startswith("PLANNER-X")
+    assert str(model.requests_of("planner")[0].messages[0].content).startswith("PLANNER-X")
     assert model.requests_of("executor")[0].messages[0].content == "EXECUTOR-X"
     assert model.requests_of("replanner")[0].messages[0].content == "REPLANNER-X"
     assert result["response"] == "GAVE UP after 1"

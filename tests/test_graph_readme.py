@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphs import model as model_factory
+from graphs.context import Context
 from tests.fake_models import FakeChatModel, call, plan, respond, text
 from tests.readme import README, python_blocks
 
@@ -17,9 +18,9 @@ def test_the_readme_example_runs(
         executor=[call("word_count", text="to be or not to be"), text("The phrase has 6 words.")],
         replanner=[respond("There are 6 words.")],
     )
-    built_for = []
+    built_for: list[Context] = []
 
-    def fake_factory(context: object) -> FakeChatModel:
+    def fake_factory(context: Context) -> FakeChatModel:
         built_for.append(context)
         return fake
 
