@@ -1,0 +1,348 @@
+"""The `replan` command line: run, resume and inspect persistent plan–execute runs.
+
+Commands (all take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
+
+    replan run "OBJECTIVE" [--thread-id ID] [--approve-plan] [model options]
+    replan resume --thread-id ID [--approve | --reject [REASON] | --edit-plan STEP ...]
+    replan show --thread-id ID
+    replan threads
+
+Progress goes to stderr, the final answer to stdout. Exit codes:
+
+    0  the run finished (the answer is on stdout)
+    1  the run failed (the model misbehaved past its retries, or an unexpected error)
+    2  usage error (bad arguments, thread id already used, no plan waiting for approval)
+    3  the model is unavailable (no API key, server unreachable or answering errors)
+    4  the plan is waiting for approval and there is no terminal to ask on
+    5  no such run (unknown database or thread id)
+    130 interrupted with Ctrl-C
+
+Every failure after the run started leaves a checkpoint: `replan resume` continues from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import openai
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from graphs.context import Context
+from graphs.errors import ModelUnavailableError, ReplanError
+from graphs.persistence import DEFAULT_DB, open_checkpointer, stored_thread_ids
+from graphs.plan_execute import build_plan_execute_graph
+from graphs.progress import ProgressPrinter, describe_run, run_line
+from state.plan_execute import format_plan
+
+
+class ExitCode(IntEnum):
+    """Process exit codes (see the module docstring)."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    MODEL_UNAVAILABLE = 3
+    AWAITING_APPROVAL = 4
+    NO_SUCH_RUN = 5
+    INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr, with its exit code."""
+
+    def __init__(self, code: ExitCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+STORED_OPTIONS = ("approve_plan", "max_iterations", "executor_max_steps")
+"""Options a run keeps in its checkpoint metadata, so `resume` continues it the same way."""
+METADATA_PREFIX = "replan_"
+CONTEXT_OPTIONS = ("model", "base_url", "temperature", "max_retries", "timeout")
+
+
+def _resume_hint(args: argparse.Namespace) -> str:
+    db = "" if args.db == DEFAULT_DB else f" --db {args.db}"
+    return f"replan resume --thread-id {args.thread_id}{db}"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _model_error(exc: BaseException) -> str | None:
+    """A one-line reason when `exc` means the model cannot be used, else None."""
+    if isinstance(exc, ModelUnavailableError):
+        return str(exc)
+    if isinstance(exc, openai.APIConnectionError):
+        return f"cannot reach the model server: {exc}"
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        detail = body.get("message") or exc.message
+        return f"the model server answered HTTP {exc.status_code}: {detail}"
+    return None
+
+
+def _config(args: argparse.Namespace, options: dict[str, Any]) -> RunnableConfig:
+    metadata = {METADATA_PREFIX + key: value for key, value in options.items()}
+    return {"configurable": {"thread_id": args.thread_id}, "metadata": metadata}
+
+
+def _options(args: argparse.Namespace, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Graph options: those given now, else those the run started with."""
+    options = {
+        key: metadata[METADATA_PREFIX + key]
+        for key in STORED_OPTIONS
+        if METADATA_PREFIX + key in metadata
+    }
+    options.update({k: v for k in STORED_OPTIONS if (v := getattr(args, k, None)) is not None})
+    return options
+
+
+def _context(args: argparse.Namespace, options: dict[str, Any]) -> Context:
+    given = {key: value for key in CONTEXT_OPTIONS if (value := getattr(args, key)) is not None}
+    return Context(**given, approve_plan=bool(options.get("approve_plan")))
+
+
+def _graph(
+    saver: AsyncSqliteSaver, options: dict[str, Any]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    sizes = {k: v for k, v in options.items() if k != "approve_plan"}
+    return build_plan_execute_graph(checkpointer=saver, **sizes)
+
+
+def _ask(question: str) -> str:
+    _say(question)
+    return input().strip()
+
+
+def ask_review(plan: list[str], read: Callable[[str], str] = _ask) -> Any:
+    """Ask on the terminal: approve, edit (type new steps) or reject; the resume value."""
+    _say(f"The plan waits for your approval:\n{format_plan(plan)}")
+    while True:
+        answer = read("Approve this plan? [a]pprove / [e]dit / [r]eject:").lower()
+        if answer in ("a", "approve", "y", "yes"):
+            return "approve"
+        if answer in ("r", "reject", "n", "no"):
+            return {"action": "reject", "reason": read("Reason (optional):")}
+        if answer in ("e", "edit"):
+            steps = iter(lambda: read("Step (empty line to finish):"), "")
+            edited = [step for step in steps if step.strip()]
+            if edited:
+                return {"action": "edit", "steps": edited}
+            _say("An edited plan needs at least one step.")
+
+
+def _review_from_flags(args: argparse.Namespace) -> Any:
+    """The resume value `--approve`, `--reject` or `--edit-plan` asks for, or None."""
+    if args.approve:
+        return "approve"
+    if args.reject is not None:
+        return {"action": "reject", "reason": args.reject}
+    if args.edit_plan:
+        return {"action": "edit", "steps": args.edit_plan}
+    return None
+
+
+async def _drive(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    payload: Any,
+    config: RunnableConfig,
+    context: Context,
+    args: argparse.Namespace,
+) -> ExitCode:
+    """Stream the run to its end, answering plan reviews; print the answer."""
+    printer = ProgressPrinter(sys.stderr)
+    while True:
+        stream = graph.astream(payload, config, context=context, stream_mode=["updates", "tasks"])
+        async for mode, chunk in stream:
+            printer.handle(mode, chunk)
+        snapshot = await graph.aget_state(config)
+        if not snapshot.interrupts:
+            break
+        if not sys.stdin.isatty():
+            _say(
+                "The plan is waiting for approval. Answer with: "
+                f"{_resume_hint(args)} --approve | --reject [REASON] | --edit-plan STEP ..."
+            )
+            return ExitCode.AWAITING_APPROVAL
+        payload = Command(resume=ask_review(snapshot.interrupts[0].value["plan"]))
+    if snapshot.next:
+        raise CliError(ExitCode.FAILED, f"the run stopped before {', '.join(snapshot.next)}")
+    print(snapshot.values.get("response", ""), flush=True)
+    return ExitCode.OK
+
+
+async def _guarded(run: Awaitable[ExitCode], args: argparse.Namespace) -> ExitCode:
+    """Turn a run's known failures into a one-line error plus how to resume."""
+    try:
+        return await run
+    except (ReplanError, openai.APIError) as exc:
+        reason = _model_error(exc)
+        code = ExitCode.FAILED if reason is None else ExitCode.MODEL_UNAVAILABLE
+        _say(f"replan: {_one_line(reason or str(exc))}")
+        _say(f"The run is saved; continue it with: {_resume_hint(args)}")
+        return code
+
+
+async def cmd_run(args: argparse.Namespace) -> ExitCode:
+    """Start a new run of OBJECTIVE on a fresh (or given, unused) thread id."""
+    async with open_checkpointer(args.db) as saver:
+        if await saver.aget_tuple(_config(args, {})) is not None:
+            raise CliError(
+                ExitCode.USAGE,
+                f"thread {args.thread_id} already exists; continue it with: {_resume_hint(args)}",
+            )
+        options = _options(args, {})
+        _say(f"Thread {args.thread_id} (resume with: {_resume_hint(args)})")
+        payload = {"messages": [HumanMessage(args.objective)]}
+        run = _drive(
+            _graph(saver, options), payload, _config(args, options), _context(args, options), args
+        )
+        return await _guarded(run, args)
+
+
+def _require_db(args: argparse.Namespace) -> None:
+    if not Path(args.db).exists():
+        raise CliError(ExitCode.NO_SUCH_RUN, f"no database at {args.db}")
+
+
+async def _stored(saver: AsyncSqliteSaver, args: argparse.Namespace) -> dict[str, Any]:
+    """The checkpoint metadata of the thread; CliError when the thread is unknown."""
+    stored = await saver.aget_tuple(_config(args, {}))
+    if stored is None:
+        raise CliError(ExitCode.NO_SUCH_RUN, f"no run with thread id {args.thread_id} in {args.db}")
+    return dict(stored.metadata)
+
+
+async def cmd_resume(args: argparse.Namespace) -> ExitCode:
+    """Continue a stopped run from its last checkpoint (answering a pending plan review)."""
+    _require_db(args)
+    async with open_checkpointer(args.db) as saver:
+        options = _options(args, await _stored(saver, args))
+        graph = _graph(saver, options)
+        config = _config(args, options)
+        snapshot = await graph.aget_state(config)
+        review = _review_from_flags(args)
+        if not snapshot.next:
+            _say(f"Thread {args.thread_id} has already finished; its answer:")
+            print(snapshot.values.get("response", ""), flush=True)
+            return ExitCode.OK
+        if review is not None and not snapshot.interrupts:
+            raise CliError(
+                ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval"
+            )
+        _say(f"Resuming thread {args.thread_id} before {', '.join(snapshot.next)}")
+        payload = Command(resume=review) if review is not None else None
+        return await _guarded(_drive(graph, payload, config, _context(args, options), args), args)
+
+
+async def cmd_show(args: argparse.Namespace) -> ExitCode:
+    """Print a stored run: status, plan, executed steps, tasks and answer."""
+    _require_db(args)
+    async with open_checkpointer(args.db) as saver:
+        await _stored(saver, args)
+        snapshot = await _graph(saver, {}).aget_state(_config(args, {}))
+        print(describe_run(args.thread_id, snapshot))
+    return ExitCode.OK
+
+
+async def cmd_threads(args: argparse.Namespace) -> ExitCode:
+    """List the runs stored in the database, most recent first."""
+    _require_db(args)
+    async with open_checkpointer(args.db) as saver:
+        graph = _graph(saver, {})
+        for thread_id in await stored_thread_ids(saver):
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+            print(run_line(thread_id, await graph.aget_state(config)))
+    return ExitCode.OK
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model and run options")
+    group.add_argument("--model", help="model name (default: $REPLAN_MODEL or gpt-4o-mini)")
+    group.add_argument("--base-url", help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)")
+    group.add_argument("--temperature", type=float)
+    group.add_argument("--max-retries", type=int, help="retries of a failed model request")
+    group.add_argument("--timeout", type=float, help="seconds to wait for one model request")
+    group.add_argument("--max-iterations", type=int, help="most execute→replan rounds")
+    group.add_argument("--executor-max-steps", type=int, help="most model calls per step")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `replan`."""
+    parser = argparse.ArgumentParser(
+        prog="replan",
+        description="Plan–execute–replan agent runs, saved in SQLite and resumable.",
+        epilog="exit codes: 0 ok, 1 run failed, 2 usage, 3 model unavailable, "
+        "4 waiting for plan approval, 5 no such run, 130 interrupted",
+    )
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument(
+        "--db",
+        default=os.environ.get("REPLAN_DB") or DEFAULT_DB,
+        help=f"SQLite file of the runs (default: $REPLAN_DB or {DEFAULT_DB})",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", parents=[db], help="start a run")
+    run.add_argument("objective", help="what the agent should achieve")
+    run.add_argument("--thread-id", default=None, help="id for the run (default: generated)")
+    run.add_argument(
+        "--approve-plan", action="store_true", default=None, help="review the plan before it runs"
+    )
+    _add_model_options(run)
+    run.set_defaults(handler=cmd_run)
+
+    resume = commands.add_parser("resume", parents=[db], help="continue a stopped run")
+    resume.add_argument("--thread-id", required=True)
+    review = resume.add_mutually_exclusive_group()
+    review.add_argument("--approve", action="store_true", help="approve the waiting plan")
+    review.add_argument("--reject", nargs="?", const="", metavar="REASON", help="reject it")
+    review.add_argument("--edit-plan", nargs="+", metavar="STEP", help="replace its steps")
+    _add_model_options(resume)
+    resume.set_defaults(handler=cmd_resume)
+
+    show = commands.add_parser("show", parents=[db], help="show a stored run")
+    show.add_argument("--thread-id", required=True)
+    show.set_defaults(handler=cmd_show)
+
+    threads = commands.add_parser("threads", parents=[db], help="list the stored runs")
+    threads.set_defaults(handler=cmd_threads)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `replan` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "run" and not args.thread_id:
+        args.thread_id = uuid.uuid4().hex[:12]
+    try:
+        return int(asyncio.run(args.handler(args)))
+    except CliError as exc:
+        _say(f"replan: {exc}")
+        return int(exc.code)
+    except KeyboardInterrupt:
+        hint = f"; continue with: {_resume_hint(args)}" if getattr(args, "thread_id", None) else ""
+        _say(f"replan: interrupted{hint}")
+        return int(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

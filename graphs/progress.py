@@ -1,0 +1,116 @@
+"""What a person sees of a plan–execute run: live progress lines and stored-run summaries.
+
+`ProgressPrinter` turns the graph's `stream_mode=["updates", "tasks"]` events into short lines
+(the plan, each step as it starts and ends, replans, approvals). `run_status`, `describe_run`
+and `run_line` summarise a stored run from its `StateSnapshot`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from langgraph.types import StateSnapshot
+
+from state import TaskContext, format_task_list
+from state.plan_execute import format_executed_steps, format_plan, objective_text
+
+RESULT_CHARS = 160
+SNIPPET_CHARS = 60
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _first_line(text: str, limit: int) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class ProgressPrinter:
+    """Prints stream events of a run as they arrive."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.remaining: list[str] = []
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def _show_plan(self, title: str, plan: list[str]) -> None:
+        self.remaining = list(plan)
+        self._say(f"{title}\n{_indent(format_plan(plan))}")
+
+    def handle(self, mode: str, chunk: Any) -> None:
+        """Print one `(mode, chunk)` event of `astream(..., stream_mode=["updates", "tasks"])`."""
+        if mode == "tasks" and "input" in chunk:
+            self._task_started(chunk["name"], chunk["input"])
+        elif mode == "updates":
+            for node, update in chunk.items():
+                if node != "__interrupt__":
+                    self._node_finished(node, update)
+
+    def _task_started(self, node: str, state: dict[str, Any]) -> None:
+        if node == "planner":
+            self._say("Planning…")
+        elif node == "executor" and state.get("plan"):
+            number = len(state.get("executed_steps") or []) + 1
+            self._say(f"Step {number}: {state['plan'][0]}")
+        elif node == "replanner":
+            self._say("Reviewing progress…")
+
+    def _node_finished(self, node: str, update: dict[str, Any] | None) -> None:
+        update = update or {}
+        if node == "planner":
+            self._show_plan("Plan:", update["plan"])
+        elif node == "review_plan":
+            self._review_finished(update)
+        elif node == "executor":
+            done = update["executed_steps"][-1]
+            self._say(f"  done: {_first_line(done['result'], RESULT_CHARS)}")
+            self.remaining = list(update.get("plan", []))
+        elif node == "replanner" and update.get("response"):
+            self._say("Objective done; final answer below.")
+        elif node == "replanner" and update.get("plan") != self.remaining:
+            self._show_plan("Plan revised:", update["plan"])
+
+    def _review_finished(self, update: dict[str, Any]) -> None:
+        if "plan" in update:
+            self._show_plan("Plan edited:", update["plan"])
+        else:
+            self._say("Plan rejected." if update.get("response") else "Plan approved.")
+
+
+def run_status(snapshot: StateSnapshot) -> str:
+    """finished / waiting for approval / failed at X / interrupted at X."""
+    if snapshot.interrupts:
+        return "waiting for approval"
+    if not snapshot.next:
+        return "finished"
+    failed = [task.name for task in snapshot.tasks if task.error]
+    if failed:
+        return f"failed at {', '.join(failed)}"
+    return f"interrupted at {', '.join(snapshot.next)}"
+
+
+def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
+    """A multi-line report of a stored run: status, objective, steps, plan, tasks, answer."""
+    values = snapshot.values
+    tasks = values.get("tasks_context") or TaskContext()
+    parts = [
+        f"Thread: {thread_id}",
+        f"Status: {run_status(snapshot)}",
+        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
+        f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
+        f"Plan (steps still to do):\n{_indent(format_plan(values.get('plan', [])))}",
+        f"Tasks:\n{_indent(format_task_list(tasks))}",
+    ]
+    if values.get("response"):
+        parts.append(f"Answer:\n{_indent(values['response'])}")
+    return "\n".join(parts)
+
+
+def run_line(thread_id: str, snapshot: StateSnapshot) -> str:
+    """One line for a run list: thread id, status and the start of the objective."""
+    objective = _first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS)
+    return f"{thread_id}\t{run_status(snapshot)}\t{objective}"

@@ -1,0 +1,1 @@
+"""Helpers for the `replan` command-line tests."""

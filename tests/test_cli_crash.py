@@ -1,0 +1,43 @@
+"""A `replan run` killed with SIGKILL mid-step resumes without redoing checkpointed steps."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests import plan_execute_script as script
+from tests.cli_support.harness import Gate, finish, invoke, run_cli, start_cli
+from tests.scripted_openai import ScriptedOpenAIServer
+
+
+def test_sigkill_during_step_two_then_resume_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    gate = Gate(step=2)
+    with ScriptedOpenAIServer(gate) as server:
+        run = start_cli(server, tmp_path, "run", "Crash test in 3 steps", "--thread-id", "c1")
+        try:
+            assert gate.reached.wait(timeout=60), finish(run, timeout=5)
+        finally:
+            run.send_signal(signal.SIGKILL)
+            killed = finish(run)
+            gate.release.set()
+        assert killed.code == -signal.SIGKILL
+        assert "Step 2: Step 2 of 3" in killed.err
+
+        shown = invoke(capsys, "show", "--thread-id", "c1")
+        assert shown.code == 0, shown.err
+        assert "Status: interrupted at executor" in shown.out
+        assert "RESULT 1/3" in shown.out and "RESULT 2/3" not in shown.out
+
+        resumed = run_cli(server, tmp_path, "resume", "--thread-id", "c1")
+        assert resumed.code == 0, resumed.err
+        assert "RESULT 1/3, RESULT 2/3, RESULT 3/3" in resumed.out
+        assert "Step 1:" not in resumed.err and "Step 2: Step 2 of 3" in resumed.err
+
+        roles = [script.classify(r).role for r in server.requests]
+        assert roles.count("planner") == 1
+        assert script.executor_steps(server.requests) == [1, 2, 2, 3]
