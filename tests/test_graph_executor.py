@@ -70,3 +70,15 @@ def test_tool_errors_go_back_to_the_model_not_up_the_stack() -> None:
     tool_reply = model.requests_of("executor")[1].messages[-1]
     assert tool_reply.type == "tool" and "99" in str(tool_reply.content)
     assert result["executed_steps"][0]["result"] == "there is no task 99"
+
+
+def test_a_long_step_within_budget_is_not_cut_by_the_recursion_limit() -> None:
+    # 12 model turns plus 11 tool runs: more super-steps than the outer graph's limit allows.
+    model = FakeChatModel(
+        planner=[plan("list the tasks many times")],
+        executor=[call("TaskList")] * 11 + [text("listed them all")],
+        replanner=[respond("ok")],
+    )
+    graph = build_plan_execute_graph(model, max_iterations=1, executor_max_steps=12)
+    result = run(graph, "Loop a while")
+    assert result["executed_steps"][0]["result"] == "listed them all"
