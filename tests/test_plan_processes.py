@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -78,3 +79,6 @@ def test_a_writer_killed_mid_write_leaves_a_whole_version(
         assert plan.content == versioned_content(version, size), f"torn {name} after {delay:.3f}s"
         assert last_done <= version <= last_done + 1
         assert plan.revision == version
+        storage.upsert(PlanUpdate(name=name, content="after the crash"))
+    if kind == "filesystem":  # the next writes swept up the killed writer's temporary files
+        assert sorted(os.listdir(tmp_path / "plans")) == [".lock", "p0.json", "p1.json"]

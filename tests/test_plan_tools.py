@@ -144,6 +144,12 @@ def test_missing_plans_are_errors_that_point_to_list_plans(agent: Agent) -> None
     assert agent.ok("list_plans")["plans"] == []  # set_plan_status did not create it
 
 
+def test_expecting_a_revision_of_a_missing_plan_says_it_does_not_exist(agent: Agent) -> None:
+    message = agent.error("write_plan", name="ghost", content="x", last_known_revision=3)
+    assert "does not exist" in message and "last_known_revision=0" in message
+    assert agent.ok("list_plans")["plans"] == []
+
+
 def test_status_tools_never_return_the_body(agent: Agent) -> None:
     agent.ok("write_plan", name="release", content="SECRET BODY", status="draft")
     assert agent.ok("get_plan_status", name="release") == {

@@ -70,7 +70,11 @@ class FilesystemPlanStorage:
         """Create or update a plan; the check, bump and write happen under the folder lock."""
         with self._write_lock():
             plan = apply_update(self.get(update.name), update)
-            atomic_write_text(self.path_of(plan.name), plan.model_dump_json(indent=2) + "\n")
+            path = self.path_of(plan.name)
+            # Temporary files left by writers killed mid-write; no live writer holds the lock.
+            for leftover in self.directory.glob(f".{path.name}.*.tmp"):
+                leftover.unlink(missing_ok=True)
+            atomic_write_text(path, plan.model_dump_json(indent=2) + "\n")
             return plan
 
     def list(self) -> PlanListing:

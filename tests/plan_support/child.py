@@ -9,9 +9,17 @@ child.py crash KIND FOLDER SIZE              rewrites plans p0 and p1 forever wi
 from __future__ import annotations
 
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+if __name__ == "__main__":
+    # Load only the plan layer: `state/__init__` also imports LangGraph for the task layer
+    # (about a second per process), which these short-lived children never use.
+    sys.modules["state"] = types.ModuleType("state")
+    sys.modules["state"].__path__ = [str(ROOT / "state")]
 
 from state.plans import PlanConflict, PlanUpdate  # noqa: E402
 from tests.plan_support.backends import open_storage  # noqa: E402
@@ -49,4 +57,5 @@ def crash(kind: str, folder: str, size: str) -> None:
 
 
 if __name__ == "__main__":
-    {"race": race, "crash": crash}[sys.argv[1]](*sys.argv[2:])
+    commands: dict[str, Callable[..., None]] = {"race": race, "crash": crash}
+    commands[sys.argv[1]](*sys.argv[2:])
