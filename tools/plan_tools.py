@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, create_model
 
 from state.plans import (
     FilesystemPlanStorage,
@@ -30,6 +30,7 @@ from state.plans import (
     WorkspaceError,
 )
 from tools import plan_descriptions as text
+from tools.task_tools import explain_validation_error  # shared wording for bad arguments
 
 
 def _field(annotation: Any, description: str, **options: Any) -> Any:
@@ -199,7 +200,7 @@ def _tool(func: Callable[..., str], args_schema: type[BaseModel], description: s
         description=description,
         args_schema=args_schema,
         handle_tool_error=True,
-        handle_validation_error=_explain_arguments,
+        handle_validation_error=explain_validation_error,
     )
 
 
@@ -239,11 +240,3 @@ def _explain_conflict(exc: PlanConflict) -> str:
         f"not {exc.expected}. Nothing was changed. Call read_plan, merge your change into "
         f"the current version and retry with last_known_revision={exc.current}."
     )
-
-
-def _explain_arguments(exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
-        for error in exc.errors()
-    )
-    return f"Invalid arguments ({problems}). Fix them and call again."
