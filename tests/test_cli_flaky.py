@@ -1,0 +1,76 @@
+"""Model servers that fail now and then, or stay down, do not lose a run."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import plan_execute_script as script
+from tests.cli_support.harness import invoke
+from tests.scripted_openai import Reply, ScriptedOpenAIServer, http_error
+
+ANSWER = "All 3 steps of [flaky in 3 steps] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
+
+
+@pytest.fixture(autouse=True)
+def _cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REPLAN_DB", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    yield
+
+
+def test_intermittent_500_and_429_are_retried(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every other request fails (500, then 429); the client's retries absorb it."""
+    counter = itertools.count()
+    errors = itertools.cycle(
+        [http_error(500, "hiccup", retry_after_ms=5), http_error(429, retry_after_ms=5)]
+    )
+
+    def flaky(request: dict[str, Any]) -> Reply:
+        return next(errors) if next(counter) % 2 == 0 else script.respond(request)
+
+    with ScriptedOpenAIServer(flaky) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        server.push(http_error(429, "slow down", retry_after_ms=5))
+        done = invoke(capsys, "run", "Flaky in 3 steps", "--max-retries", "2")
+        assert (done.code, done.out.strip()) == (0, ANSWER), done.err
+        # 7 model turns, each failing once first, plus the queued 429.
+        assert len(server.requests) == 2 * 7 + 1
+
+
+def test_server_down_for_the_executor_then_healthy_resumes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    down = True
+
+    def executor_down(request: dict[str, Any]) -> Reply:
+        if down and script.classify(request).role == "executor":
+            return http_error(500, "executor backend down", retry_after_ms=5)
+        return script.respond(request)
+
+    with ScriptedOpenAIServer(executor_down) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        failed = invoke(capsys, "run", "Flaky in 3 steps", "--thread-id", "d", "--max-retries", "2")
+        assert failed.code == 3
+        assert "Traceback" not in failed.err and failed.out == ""
+        assert failed.err.splitlines()[-2:] == [
+            "replan: the model server answered HTTP 500: executor backend down",
+            "The run is saved; continue it with: replan resume --thread-id d",
+        ]
+        assert script.executor_steps(server.requests) == [1, 1, 1]
+        shown = invoke(capsys, "show", "--thread-id", "d")
+        assert "Status: failed at executor" in shown.out
+
+        down = False
+        resumed = invoke(capsys, "resume", "--thread-id", "d")
+        assert (resumed.code, resumed.out.strip()) == (0, ANSWER), resumed.err
+        roles = [script.classify(r).role for r in server.requests]
+        assert roles.count("planner") == 1
+        assert script.executor_steps(server.requests) == [1, 1, 1, 1, 2, 3]
