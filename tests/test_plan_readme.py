@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def plan_section_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Plan documents\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    assert blocks, "the Plan documents section has no python example"
-    return blocks[0]
+from tests.readme import README, python_blocks
 
 
 def test_the_readme_example_runs(
@@ -23,8 +14,8 @@ def test_the_readme_example_runs(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("REPLAN_PLANS_DIR", str(tmp_path / "plans"))
-    code = plan_section_example()
+    (code,) = python_blocks("Plan documents")
     assert "plan_tools(" in code
-    exec(compile(code, f"{README}:Plan documents", "exec"), {"__name__": "readme_example"})
+    exec(compile(code, f"{README}:plan-documents", "exec"), {"__name__": "readme_example"})
     printed = capsys.readouterr().out
     assert "revision 2" in printed and '"bytes_written": 16' in printed
