@@ -249,7 +249,7 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
                 ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval"
             )
         _say(f"Resuming thread {args.thread_id} before {', '.join(snapshot.next)}")
-        payload = Command(resume=review) if review is not None else None
+        payload: Command[Any] | None = None if review is None else Command(resume=review)
         return await _guarded(_drive(graph, payload, config, _context(args, options), args), args)
 
 

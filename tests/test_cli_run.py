@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from graphs import cli
 from tests import plan_execute_script as script
 from tests.cli_support.harness import invoke, run_cli
+from tests.readme import README
 from tests.scripted_openai import ScriptedOpenAIServer
 
 ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
@@ -189,3 +191,10 @@ def test_approval_on_a_terminal_asks(
     assert (done.code, done.out.strip()) == (0, "All 1 steps of [typed] are done: RESULT 1/1")
     assert "The plan waits for your approval:\n1. Step 1 of 2" in done.err
     assert next(answers) == ""
+
+
+def test_documented_exit_codes_match_the_code() -> None:
+    section = README.read_text(encoding="utf-8").split("## Command line\n")[1].split("\n## ")[0]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert documented == {int(code) for code in cli.ExitCode}
+    assert {int(code) for code in re.findall(r"^ {4}(\d+) ", cli.__doc__ or "", re.M)} == documented

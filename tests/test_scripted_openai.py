@@ -17,6 +17,7 @@ import pytest
 from langchain_core.messages import AIMessageChunk
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from tests import plan_execute_script as script
 from tests.scripted_openai import (
@@ -49,7 +50,9 @@ def server() -> Iterator[ScriptedOpenAIServer]:
 
 
 def chat(srv: ScriptedOpenAIServer, **kwargs: Any) -> ChatOpenAI:
-    return ChatOpenAI(model="scripted-model", base_url=srv.base_url, api_key="test", **kwargs)
+    return ChatOpenAI(
+        model="scripted-model", base_url=srv.base_url, api_key=SecretStr("test"), **kwargs
+    )
 
 
 def test_plain_text(server: ScriptedOpenAIServer) -> None:
@@ -159,7 +162,9 @@ def test_runs_as_a_separate_process(tmp_path: Path) -> None:
             assert process.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         model = ChatOpenAI(
-            model="m", base_url=f"http://127.0.0.1:{port_file.read_text()}/v1", api_key="test"
+            model="m",
+            base_url=f"http://127.0.0.1:{port_file.read_text()}/v1",
+            api_key=SecretStr("test"),
         )
         assert "scripted executor" in str(model.invoke("no step here").content)
     finally:
