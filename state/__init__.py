@@ -1,6 +1,15 @@
-"""Typed data and pure operations: tasks, graph state schemas, plan documents."""
+"""Typed data and pure operations: tasks, graph state schemas, plan documents.
 
-from state.plan_execute import ExecutedStep, PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
+The task and plan modules are plain Python. The graph state schemas (`TasksState`,
+`PlanExecuteState`, ...) need LangGraph, so they load on first use: importing `state` or
+`state.plans` alone stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from state.task_store import FileTaskStore, TaskStoreCorruptError
 from state.task_views import format_task_details, format_task_list
 from state.tasks import (
@@ -14,7 +23,35 @@ from state.tasks import (
     find_cycle,
     parse_task_id,
 )
-from state.tasks_state import TasksState, as_task_context, keep_last_task_context
+
+if TYPE_CHECKING:
+    from state.plan_execute import (
+        ExecutedStep,
+        PlanExecuteInput,
+        PlanExecuteOutput,
+        PlanExecuteState,
+    )
+    from state.tasks_state import TasksState, as_task_context, keep_last_task_context
+
+_GRAPH_STATE_MODULES = {
+    "ExecutedStep": "state.plan_execute",
+    "PlanExecuteInput": "state.plan_execute",
+    "PlanExecuteOutput": "state.plan_execute",
+    "PlanExecuteState": "state.plan_execute",
+    "TasksState": "state.tasks_state",
+    "as_task_context": "state.tasks_state",
+    "keep_last_task_context": "state.tasks_state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the LangGraph-backed state schemas on first access."""
+    if name not in _GRAPH_STATE_MODULES:
+        raise AttributeError(f"module 'state' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_GRAPH_STATE_MODULES[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TASK_STATUSES",

@@ -30,7 +30,7 @@ from state.plans import (
     WorkspaceError,
 )
 from tools import plan_descriptions as text
-from tools.task_tools import explain_validation_error  # shared wording for bad arguments
+from tools.arguments import explain_validation_error
 
 
 def _field(annotation: Any, description: str, **options: Any) -> Any:

@@ -32,6 +32,7 @@ from state.task_views import (
 )
 from state.tasks import TaskContext, TaskError
 from state.tasks_state import as_task_context
+from tools.arguments import explain_validation_error
 from tools.task_descriptions import FIELD_DESCRIPTIONS, LANGUAGES, TOOL_DESCRIPTIONS, Language
 
 TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST = "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"
@@ -125,15 +126,6 @@ def run_task_call(
         clear_when_all_completed=clear_when_all_completed,
     )
     return format_update_result(result)
-
-
-def explain_validation_error(error: ValidationError) -> str:
-    """A compact account of bad arguments that tells the model how to retry."""
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or 'arguments'}: {item['msg']}"
-        for item in error.errors()
-    )
-    return f"Invalid arguments ({problems}). Nothing was changed; fix them and call again."
 
 
 def task_tools(
