@@ -41,3 +41,27 @@ def test_sigkill_during_step_two_then_resume_finishes(
         roles = [script.classify(r).role for r in server.requests]
         assert roles.count("planner") == 1
         assert script.executor_steps(server.requests) == [1, 2, 2, 3]
+
+
+def test_ctrl_c_stops_with_130_and_the_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gate = Gate(step=1)
+    with ScriptedOpenAIServer(gate) as server:
+        run = start_cli(server, tmp_path, "run", "Stop me in 2 steps", "--thread-id", "i")
+        try:
+            assert gate.reached.wait(timeout=60), finish(run, timeout=5)
+        finally:
+            run.send_signal(signal.SIGINT)
+            stopped = finish(run)
+            gate.release.set()
+        assert stopped.code == 130 and "Traceback" not in stopped.err
+        assert stopped.err.splitlines()[-1] == (
+            "replan: interrupted; continue with: replan resume --thread-id i"
+        )
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        resumed = invoke(capsys, "resume", "--thread-id", "i")
+        assert resumed.code == 0 and "RESULT 1/2, RESULT 2/2" in resumed.out
+        assert script.executor_steps(server.requests) == [1, 1, 2]
