@@ -27,7 +27,7 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -132,17 +132,17 @@ def _ask(question: str) -> str:
     return input().strip()
 
 
-def ask_review(plan: list[str], read: Callable[[str], str] = _ask) -> Any:
+def ask_review(plan: list[str]) -> Any:
     """Ask on the terminal: approve, edit (type new steps) or reject; the resume value."""
     _say(f"The plan waits for your approval:\n{format_plan(plan)}")
     while True:
-        answer = read("Approve this plan? [a]pprove / [e]dit / [r]eject:").lower()
+        answer = _ask("Approve this plan? [a]pprove / [e]dit / [r]eject:").lower()
         if answer in ("a", "approve", "y", "yes"):
             return "approve"
         if answer in ("r", "reject", "n", "no"):
-            return {"action": "reject", "reason": read("Reason (optional):")}
+            return {"action": "reject", "reason": _ask("Reason (optional):")}
         if answer in ("e", "edit"):
-            steps = iter(lambda: read("Step (empty line to finish):"), "")
+            steps = iter(lambda: _ask("Step (empty line to finish):"), "")
             edited = [step for step in steps if step.strip()]
             if edited:
                 return {"action": "edit", "steps": edited}
