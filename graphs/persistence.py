@@ -16,11 +16,11 @@ import aiosqlite
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from state import Task, TaskContext
+from state import TaskContext
 
 DEFAULT_DB = "replan.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
-CHECKPOINTED_TYPES = (Task, TaskContext)
+CHECKPOINTED_TYPES = (TaskContext,)
 """Non-LangChain types stored in plan–execute checkpoints, allowed back out explicitly."""
 
 

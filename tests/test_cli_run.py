@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from graphs import cli
 from tests import plan_execute_script as script
 from tests.cli_support.harness import invoke, run_cli
 from tests.readme import README
-from tests.scripted_openai import ScriptedOpenAIServer
+from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
 
 ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
 
@@ -198,3 +199,21 @@ def test_documented_exit_codes_match_the_code() -> None:
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
     assert documented == {int(code) for code in cli.ExitCode}
     assert {int(code) for code in re.findall(r"^ {4}(\d+) ", cli.__doc__ or "", re.M)} == documented
+
+
+def test_task_list_round_trips_through_the_checkpoint_without_warnings(
+    server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def with_task(request: dict[str, Any]) -> Reply:
+        first_turn = request["messages"][-1]["role"] != "tool"
+        if script.classify(request).role == "executor" and first_turn:
+            return tool_call("TaskCreate", {"subject": "Write it", "description": "the report"})
+        return script.respond(request)
+
+    server.responder = with_task
+    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t").code == 0
+    shown = invoke(capsys, "show", "--thread-id", "t").out
+    assert "Tasks:\n  #1 [pending] Write it\n  #2 [pending] Write it" in shown
+    assert [r.getMessage() for r in caplog.records if "msgpack" in r.getMessage()] == []
