@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests import plan_execute_script as script
-from tests.cli_support.harness import Gate, finish, invoke, run_cli, start_cli
+from tests.cli_support.harness import Gate, invoke, run_cli, start_cli
 from tests.scripted_openai import ScriptedOpenAIServer
 
 
@@ -19,12 +19,7 @@ def test_sigkill_during_step_two_then_resume_finishes(
     gate = Gate(step=2)
     with ScriptedOpenAIServer(gate) as server:
         run = start_cli(server, tmp_path, "run", "Crash test in 3 steps", "--thread-id", "c1")
-        try:
-            assert gate.reached.wait(timeout=60), finish(run, timeout=5)
-        finally:
-            run.send_signal(signal.SIGKILL)
-            killed = finish(run)
-            gate.release.set()
+        killed = gate.signal_when_held(run, signal.SIGKILL)
         assert killed.code == -signal.SIGKILL
         assert "Step 2: Step 2 of 3" in killed.err
 
@@ -49,12 +44,7 @@ def test_ctrl_c_stops_with_130_and_the_run_resumes(
     gate = Gate(step=1)
     with ScriptedOpenAIServer(gate) as server:
         run = start_cli(server, tmp_path, "run", "Stop me in 2 steps", "--thread-id", "i")
-        try:
-            assert gate.reached.wait(timeout=60), finish(run, timeout=5)
-        finally:
-            run.send_signal(signal.SIGINT)
-            stopped = finish(run)
-            gate.release.set()
+        stopped = gate.signal_when_held(run, signal.SIGINT)
         assert stopped.code == 130 and "Traceback" not in stopped.err
         assert stopped.err.splitlines()[-1] == (
             "replan: interrupted; continue with: replan resume --thread-id i"

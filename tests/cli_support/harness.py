@@ -89,3 +89,13 @@ class Gate:
             self.reached.set()
             self.release.wait(timeout=60)
         return script.respond(request)
+
+    def signal_when_held(self, process: subprocess.Popen[str], signum: int) -> Outcome:
+        """Once the request is held, send `signum` to `process`; then let the request go."""
+        try:
+            assert self.reached.wait(timeout=60), finish(process, timeout=5)
+        finally:
+            process.send_signal(signum)
+            outcome = finish(process)
+            self.release.set()
+        return outcome
