@@ -1,0 +1,160 @@
+"""The real `langgraph dev` server, driven with langgraph-sdk the way Studio drives it.
+
+One server per module, started offline on a copy of the repository with the SQLite
+checkpointer langgraph.json configures; the model is the scripted OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests import plan_execute_script as script
+from tests.dev_server import REPO, dev_server
+from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
+
+GRAPH = "plan_execute"
+OBJECTIVE = {"messages": [{"role": "user", "content": "Ship it in 2 steps"}]}
+STEPS = ["Step 1 of 2 [ship it in 2 steps]", "Step 2 of 2 [ship it in 2 steps]"]
+ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
+TASK = {"subject": "Announce the release", "description": "Write to the mailing list."}
+
+
+def respond_with_a_task(request: dict[str, Any]) -> Reply:
+    """The scripted plan–execute model, whose executor creates a task before step 1's result."""
+    call = script.classify(request)
+    used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
+    if call.role == "executor" and call.step == 1 and not used_a_tool:
+        return tool_call("TaskCreate", TASK)
+    return script.respond(request)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SyncLangGraphClient, Path]]:
+    """An SDK client of a dev server with a scripted model, and the server's SQLite file."""
+    tmp = tmp_path_factory.mktemp("dev-server")
+    db = tmp / "dev.sqlite"
+    with ScriptedOpenAIServer(respond_with_a_task) as model:
+        env = {
+            "OPENAI_API_KEY": "test",
+            "OPENAI_BASE_URL": model.base_url,
+            "REPLAN_DEV_DB": str(db),
+        }
+        with dev_server(tmp, env) as url:
+            yield get_sync_client(url=url), db
+
+
+@pytest.fixture
+def client(served: tuple[SyncLangGraphClient, Path]) -> SyncLangGraphClient:
+    return served[0]
+
+
+def assistant_id(client: SyncLangGraphClient) -> str:
+    (assistant,) = client.assistants.search(graph_id=GRAPH)
+    return str(assistant["assistant_id"])
+
+
+def new_thread(client: SyncLangGraphClient) -> str:
+    return str(client.threads.create()["thread_id"])
+
+
+def test_every_graph_in_langgraph_json_is_served(client: SyncLangGraphClient) -> None:
+    registered = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    served = {a["graph_id"] for a in client.assistants.search()}
+    assert GRAPH in registered and served == set(registered)
+
+
+@pytest.mark.parametrize("xray", [False, True])
+def test_studio_graph_has_the_nodes_and_conditional_edges(
+    client: SyncLangGraphClient, xray: bool
+) -> None:
+    drawn = client.assistants.get_graph(assistant_id(client), xray=xray)
+    nodes = {node["id"] for node in drawn["nodes"]}
+    assert {"planner", "review_plan", "executor", "replanner"} <= nodes
+    edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
+    assert ("executor", "replanner", False) in edges
+    assert {("replanner", "executor", True), ("replanner", "__end__", True)} <= edges
+    assert {("planner", "executor", True), ("planner", "review_plan", True)} <= edges
+
+
+def test_a_thread_streams_updates_in_order_and_keeps_its_state(
+    served: tuple[SyncLangGraphClient, Path],
+) -> None:
+    client, db = served
+    thread = new_thread(client)
+    parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
+    order = [node for part in parts if part.event == "updates" for node in part.data]
+    assert order == ["planner", "executor", "replanner", "executor", "replanner"]
+
+    state = client.threads.get_state(thread)
+    values = state["values"]
+    assert values["response"] == ANSWER and values["plan"] == []
+    assert [done["step"] for done in values["executed_steps"]] == STEPS
+    (task,) = values["tasks_context"]["tasks"]
+    assert task["subject"] == TASK["subject"] and task["status"] == "pending"
+    assert state["next"] == [] and client.threads.get(thread)["status"] == "idle"
+
+    with sqlite3.connect(db) as conn:  # the checkpoints went to the configured SQLite file
+        stored = conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,))
+        assert stored.fetchone()[0] > 0
+
+
+def _paused(client: SyncLangGraphClient) -> str:
+    """A thread whose run waits for plan approval (the SDK passes the graph's Context)."""
+    thread = new_thread(client)
+    paused = client.runs.wait(
+        thread, assistant_id(client), input=OBJECTIVE, context={"approve_plan": True}
+    )
+    assert isinstance(paused, dict)
+    (pending,) = paused["__interrupt__"]
+    assert pending["value"]["plan"] == STEPS and "approve" in pending["value"]["question"]
+    assert paused["executed_steps"] == []
+    assert client.threads.get(thread)["status"] == "interrupted"
+    assert client.threads.get_state(thread)["next"] == ["review_plan"]
+    return thread
+
+
+def _resume(client: SyncLangGraphClient, thread: str, answer: Any) -> dict[str, Any]:
+    result = client.runs.wait(thread, assistant_id(client), command={"resume": answer})
+    assert isinstance(result, dict) and "__interrupt__" not in result
+    return result
+
+
+def test_approving_the_plan_runs_it(client: SyncLangGraphClient) -> None:
+    result = _resume(client, _paused(client), "approve")
+    assert result["response"] == ANSWER
+    assert [done["step"] for done in result["executed_steps"]] == STEPS
+
+
+def test_edited_steps_run_instead(client: SyncLangGraphClient) -> None:
+    edited = ["Step 1 of 1 [announce it]"]
+    result = _resume(client, _paused(client), {"action": "edit", "steps": edited})
+    assert [done["step"] for done in result["executed_steps"]] == edited
+    assert result["response"] == "All 1 steps of [announce it] are done: RESULT 1/1"
+
+
+def test_rejecting_the_plan_ends_the_run_saying_so(client: SyncLangGraphClient) -> None:
+    thread = _paused(client)
+    result = _resume(client, thread, {"action": "reject", "reason": "too risky"})
+    assert "rejected" in result["response"] and "too risky" in result["response"]
+    assert result["executed_steps"] == []
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None:
+    """Starting needs no key; a run then fails with ModelUnavailableError, not at startup."""
+    with dev_server(tmp_path, {}) as url:
+        client = get_sync_client(url=url)
+        thread = new_thread(client)
+        failed = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE, raise_error=False)
+        assert isinstance(failed, dict)
+        assert failed["__error__"]["error"] == "ModelUnavailableError"
+        assert client.threads.get(thread)["status"] == "error"
+    assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
