@@ -1,19 +1,49 @@
-"""The chat model the graph uses: built at run time from the `Context`, called with clear errors."""
+"""The chat model the graph uses: built at run time from the `Context`, called with clear errors.
+
+Nodes are written once, as generators of `Call`s (a runnable and its input: a model turn, the
+executor's inner graph), and `dual_node` drives them with `invoke` in sync runs and `ainvoke`
+in async runs, so `graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.runtime import Runtime
 from pydantic import SecretStr
 
 from graphs.context import Context
 from graphs.errors import ModelUnavailableError
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A runnable a node's steps want invoked with `input`; the driver picks sync or async."""
+
+    runnable: Runnable[Any, Any]
+    input: Any
+
+
+Steps = Generator[Call, Any, T]
+"""A node's logic: yields `Call`s, is sent each call's result, returns the node's result."""
+
+
+@dataclass(frozen=True)
+class _Finished(Generic[T]):
+    value: T
 
 
 def chat_model_from_context(context: Context) -> BaseChatModel:
@@ -39,20 +69,63 @@ def resolve_model(model: BaseChatModel | None, context: Context | None) -> BaseC
     return model if model is not None else chat_model_from_context(context or Context())
 
 
-async def ask_model(
+def ask_model(
     model: Runnable[LanguageModelInput, BaseMessage], messages: Sequence[BaseMessage]
-) -> AIMessage:
-    """Call `model` asynchronously (so LangGraph can stream its tokens) and return its reply.
+) -> Steps[AIMessage]:
+    """One model turn over `messages` (its tokens stream in `stream_mode="messages"`)."""
+    reply = yield Call(model, list(messages))
+    if not isinstance(reply, AIMessage):
+        raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
+    return reply
 
-    Connection and authentication failures that survive the client's own retries become a
-    `ModelUnavailableError` with a one-line reason.
-    """
+
+@contextmanager
+def _model_errors() -> Iterator[None]:
+    """Turn connection and authentication failures that survive the client's own retries
+    into a `ModelUnavailableError` with a one-line reason."""
     try:
-        reply = await model.ainvoke(list(messages))
+        yield
     except openai.APIConnectionError as exc:
         raise ModelUnavailableError(f"cannot reach the model server: {exc}") from exc
     except openai.AuthenticationError as exc:
         raise ModelUnavailableError(f"the model server refused the API key: {exc}") from exc
-    if not isinstance(reply, AIMessage):
-        raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
-    return reply
+
+
+def _send(steps: Steps[T], result: Any) -> Call | _Finished[T]:
+    """Resume `steps` with `result`: the next call it wants, or its return value."""
+    try:
+        return steps.send(result)
+    except StopIteration as stop:
+        return _Finished(stop.value)
+
+
+def drive(steps: Steps[T]) -> T:
+    """Run `steps` to the end, invoking each call synchronously."""
+    step = _send(steps, None)
+    while isinstance(step, Call):
+        with _model_errors():
+            result = step.runnable.invoke(step.input)
+        step = _send(steps, result)
+    return step.value
+
+
+async def adrive(steps: Steps[T]) -> T:
+    """Run `steps` to the end, awaiting each call."""
+    step = _send(steps, None)
+    while isinstance(step, Call):
+        with _model_errors():
+            result = await step.runnable.ainvoke(step.input)
+        step = _send(steps, result)
+    return step.value
+
+
+def dual_node(steps: Callable[[S, Runtime[Context]], Steps[T]]) -> RunnableCallable:
+    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`)."""
+
+    def run(state: S, runtime: Runtime[Context]) -> T:
+        return drive(steps(state, runtime))
+
+    async def arun(state: S, runtime: Runtime[Context]) -> T:
+        return await adrive(steps(state, runtime))
+
+    return RunnableCallable(run, arun, name=steps.__name__)

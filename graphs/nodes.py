@@ -1,4 +1,8 @@
-"""The nodes of the plan–execute graph: planner, review_plan, executor and replanner."""
+"""The nodes of the plan–execute graph: planner, review_plan, executor and replanner.
+
+The planner, executor and replanner are `Steps` generators (see `graphs.model`): wrap them with
+`dual_node` so they run in both sync and async invocations.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from graphs.context import Context
-from graphs.model import resolve_model
+from graphs.model import Call, Steps, resolve_model
 from graphs.nodes_decision import decide, plan_tool, respond_tool
 from graphs.nodes_executor import ExecutorLoop
 from state import TaskContext, format_task_list
@@ -45,11 +49,11 @@ class PlanExecuteNodes:
             "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
         }
 
-    async def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> dict[str, Any]:
+    def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
-        args = await decide(
+        args = yield from decide(
             resolve_model(self.model, runtime.context),
             [system, *state["messages"]],
             [plan_tool(self.prompts)],
@@ -84,13 +88,16 @@ class PlanExecuteNodes:
             return Command(goto="executor", update={"plan": list(review.steps)})
         return Command(goto="executor")
 
-    async def executor(self, state: PlanExecuteState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Carry out `plan[0]` with the tools; record its result and drop it from the plan."""
+    def executor(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        """Carry out `plan[0]` with the tools; record its result and drop it from the plan.
+
+        The inner loop inherits the run's context (and its sync or async mode).
+        """
         plan = state["plan"]
         brief = self.prompts.executor_task.format(**self._briefing(state), step=plan[0])
         tasks = state.get("tasks_context") or TaskContext()
-        done = await self.executor_graph.ainvoke(
-            {"messages": [HumanMessage(brief)], "tasks_context": tasks}, context=runtime.context
+        done = yield Call(
+            self.executor_graph, {"messages": [HumanMessage(brief)], "tasks_context": tasks}
         )
         return {
             "plan": plan[1:],
@@ -101,10 +108,12 @@ class PlanExecuteNodes:
             "iterations": state.get("iterations", 0) + 1,
         }
 
-    async def replanner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> dict[str, Any]:
+    def replanner(
+        self, state: PlanExecuteState, runtime: Runtime[Context]
+    ) -> Steps[dict[str, Any]]:
         """Respond, or plan the remaining steps; past `max_iterations`, end with a plain report."""
         briefing = self._briefing(state)
-        args = await decide(
+        args = yield from decide(
             resolve_model(self.model, runtime.context),
             [
                 SystemMessage(self.prompts.replanner),

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from graphs.errors import PlanExecuteError
-from graphs.model import ask_model
+from graphs.model import Steps, ask_model
 from graphs.prompts import Prompts
 from state.plan_execute import PlanArgs, RespondArgs, message_text
 
@@ -96,7 +96,7 @@ def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
         ) from exc
 
 
-async def decide(
+def decide(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
     tools: Sequence[DecisionTool],
@@ -104,7 +104,7 @@ async def decide(
     node: str,
     prompts: Prompts,
     retries: int,
-) -> BaseModel:
+) -> Steps[BaseModel]:
     """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
 
     Returns the validated arguments; their type (`PlanArgs`, `RespondArgs`) says which tool.
@@ -114,7 +114,7 @@ async def decide(
     expected = " or ".join(f"`{tool.name}`" for tool in tools)
     conversation = list(messages)
     for _ in range(retries + 1):
-        reply = await ask_model(bound, conversation)
+        reply = yield from ask_model(bound, conversation)
         try:
             return read_decision(reply, tools)
         except ModelMistake as exc:

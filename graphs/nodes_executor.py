@@ -2,9 +2,11 @@
 
 The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …) over its own
 `messages` and `tasks_context`, so the task tools see the state they need and parallel tool
-calls of one model turn are handled by `ToolNode`. It stops when the model answers without tool
-calls, or after `max_steps` model calls; in the second case the step's result says plainly that
-it is unfinished and shows the last tool results, and the replanner decides what to do.
+calls of one model turn are handled by `ToolNode` (a call to an unknown tool gets its error
+reply there). A call whose arguments are not valid JSON never reaches `ToolNode`: `act` answers
+it with an error `ToolMessage` so the model can call again. The loop stops when the model answers
+without tool calls, or after `max_steps` model calls; in the second case the step's result says
+plainly that it is unfinished and shows the last tool results, and the replanner decides.
 """
 
 from __future__ import annotations
@@ -21,12 +23,34 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from graphs.context import Context
-from graphs.model import ask_model, resolve_model
+from graphs.model import Steps, ask_model, dual_node, resolve_model
 from graphs.prompts import Prompts
 from state.plan_execute import ExecutorState, message_text
 
 PROGRESS_RESULTS = 3
 PROGRESS_CHARS = 500
+INVALID_ARGUMENTS = (
+    "Error: the arguments of this `{name}` call were not valid JSON, so it did not run. "
+    "Call `{name}` again with the arguments as a JSON object."
+)
+
+
+def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
+    """An error reply for each tool call of `reply` whose arguments did not parse."""
+    return [
+        ToolMessage(
+            INVALID_ARGUMENTS.format(name=call.get("name") or "tool"),
+            tool_call_id=call.get("id") or "",
+            name=call.get("name") or "tool",
+            status="error",
+        )
+        for call in reply.invalid_tool_calls
+    ]
+
+
+def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
+    """The model's latest turn in `messages`."""
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
 class ExecutorLoop:
@@ -46,22 +70,31 @@ class ExecutorLoop:
         self.prompts = prompts
         self.max_steps = max_steps
 
-    async def act(self, state: ExecutorState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """One model turn over the conversation of this step."""
+    def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        """One model turn over the conversation of this step, with an error reply for each
+        call whose arguments are not valid JSON."""
         chat = resolve_model(self.model, runtime.context).bind_tools(self.tools)
-        reply = await ask_model(chat, [SystemMessage(self.prompts.executor), *state["messages"]])
-        return {"messages": [reply], "model_calls": state.get("model_calls", 0) + 1}
+        conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
+        reply = yield from ask_model(chat, conversation)
+        return {
+            "messages": [reply, *invalid_call_replies(reply)],
+            "model_calls": state.get("model_calls", 0) + 1,
+        }
 
-    def route(self, state: ExecutorState) -> Literal["tools", "__end__"]:
-        """Run the requested tools, unless the model is done or the budget is spent."""
-        last = state["messages"][-1]
-        wants_tools = isinstance(last, AIMessage) and bool(last.tool_calls)
-        return "tools" if wants_tools and state["model_calls"] < self.max_steps else "__end__"
+    def route(self, state: ExecutorState) -> Literal["tools", "act", "__end__"]:
+        """Run the requested tools (or ask again after malformed calls), unless the model is
+        done or the budget is spent."""
+        reply = last_reply(state["messages"])
+        if reply is None or state["model_calls"] >= self.max_steps:
+            return "__end__"
+        if reply.tool_calls:
+            return "tools"
+        return "act" if reply.invalid_tool_calls else "__end__"
 
     def compile(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The compiled inner loop, with a recursion limit that fits `max_steps`."""
         builder = StateGraph(ExecutorState, context_schema=Context)
-        builder.add_node("act", self.act)
+        builder.add_node("act", dual_node(self.act))
         builder.add_node("tools", ToolNode(self.tools))
         builder.add_edge(START, "act")
         builder.add_conditional_edges("act", self.route)
@@ -71,9 +104,9 @@ class ExecutorLoop:
 
     def step_result(self, messages: Sequence[AnyMessage]) -> str:
         """The model's final answer, or an UNFINISHED note when the budget ran out."""
-        last = messages[-1]
-        if not (isinstance(last, AIMessage) and last.tool_calls):
-            return message_text(last)
+        reply = last_reply(messages)
+        if reply is not None and not (reply.tool_calls or reply.invalid_tool_calls):
+            return message_text(reply)
         results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
         progress = "\n".join(
             f"- {m.name or 'tool'}: {message_text(m)[:PROGRESS_CHARS]}" for m in results

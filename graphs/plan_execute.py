@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graphs.context import Context
+from graphs.model import dual_node
 from graphs.nodes import PlanExecuteNodes, after_planner, after_replanner
 from graphs.nodes_executor import ExecutorLoop
 from graphs.prompts import DEFAULT_PROMPTS, Prompts
@@ -63,10 +64,10 @@ def build_plan_execute_graph(
         input_schema=PlanExecuteInput,
         output_schema=PlanExecuteOutput,
     )
-    builder.add_node("planner", nodes.planner)
+    builder.add_node("planner", dual_node(nodes.planner))
     builder.add_node("review_plan", nodes.review_plan, destinations=("executor", END))
-    builder.add_node("executor", nodes.executor)
-    builder.add_node("replanner", nodes.replanner)
+    builder.add_node("executor", dual_node(nodes.executor))
+    builder.add_node("replanner", dual_node(nodes.replanner))
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", after_planner)
     builder.add_edge("executor", "replanner")

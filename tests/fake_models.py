@@ -11,8 +11,9 @@ import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -23,6 +24,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 _ids = itertools.count(1)
+
+Mode = Literal["sync", "async"]
+both_modes = pytest.mark.parametrize("mode", ["sync", "async"])
+"""Run a test through `invoke`/`stream` and through `ainvoke`/`astream` (its `mode` argument)."""
 
 
 def text(content: str) -> AIMessage:
@@ -128,9 +133,28 @@ class FakeChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
 
 
-def run(graph: Any, objective: str | Any, **kwargs: Any) -> dict[str, Any]:
-    """Run a compiled graph on one event loop: a str is the user's objective; anything else
-    (None, a `Command(resume=...)`) is passed as the graph input."""
-    graph_input = {"messages": [("user", objective)]} if isinstance(objective, str) else objective
-    result: dict[str, Any] = asyncio.run(graph.ainvoke(graph_input, **kwargs))
+def _graph_input(objective: str | Any) -> Any:
+    """A str is the user's objective; anything else (None, a `Command`) is the input itself."""
+    return {"messages": [("user", objective)]} if isinstance(objective, str) else objective
+
+
+def run(graph: Any, objective: str | Any, mode: Mode = "async", **kwargs: Any) -> dict[str, Any]:
+    """Run a compiled graph with `invoke` (sync) or `ainvoke` on its own event loop (async)."""
+    graph_input = _graph_input(objective)
+    if mode == "sync":
+        result: dict[str, Any] = graph.invoke(graph_input, **kwargs)
+    else:
+        result = asyncio.run(graph.ainvoke(graph_input, **kwargs))
     return result
+
+
+def stream(graph: Any, objective: str | Any, mode: Mode, **kwargs: Any) -> list[Any]:
+    """Everything `stream` (sync) or `astream` (async) yields for one run."""
+    graph_input = _graph_input(objective)
+    if mode == "sync":
+        return list(graph.stream(graph_input, **kwargs))
+
+    async def collect() -> list[Any]:
+        return [chunk async for chunk in graph.astream(graph_input, **kwargs)]
+
+    return asyncio.run(collect())

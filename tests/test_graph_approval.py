@@ -11,13 +11,13 @@ from langgraph.types import Command
 
 from graphs.context import Context
 from graphs.plan_execute import build_plan_execute_graph
-from tests.fake_models import FakeChatModel, plan, respond, run, text
+from tests.fake_models import FakeChatModel, Mode, both_modes, plan, respond, run, text
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "review"}}
 APPROVE = Context(approve_plan=True)
 
 
-def _paused() -> tuple[Any, FakeChatModel, dict[str, Any]]:
+def _paused(mode: Mode = "async") -> tuple[Any, FakeChatModel, dict[str, Any]]:
     """A graph paused at the review, its model, and what the pause showed."""
     model = FakeChatModel(
         planner=[plan("draft", "publish")],
@@ -25,13 +25,13 @@ def _paused() -> tuple[Any, FakeChatModel, dict[str, Any]]:
         replanner=[respond("finished")],
     )
     graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
-    paused = run(graph, "Write a post", config=CONFIG, context=APPROVE)
+    paused = run(graph, "Write a post", mode, config=CONFIG, context=APPROVE)
     (pending,) = paused["__interrupt__"]
     return graph, model, pending.value
 
 
-def _resume(graph: Any, answer: Any) -> dict[str, Any]:
-    return run(graph, Command(resume=answer), config=CONFIG, context=APPROVE)
+def _resume(graph: Any, answer: Any, mode: Mode = "async") -> dict[str, Any]:
+    return run(graph, Command(resume=answer), mode, config=CONFIG, context=APPROVE)
 
 
 def test_the_run_pauses_after_planning_and_shows_the_plan() -> None:
@@ -41,10 +41,11 @@ def test_the_run_pauses_after_planning_and_shows_the_plan() -> None:
     assert model.requests_of("executor") == []
 
 
+@both_modes
 @pytest.mark.parametrize("answer", ["approve", {"action": "approve"}])
-def test_approve_runs_the_plan_without_planning_again(answer: Any) -> None:
-    graph, model, _ = _paused()
-    result = _resume(graph, answer)
+def test_approve_runs_the_plan_without_planning_again(answer: Any, mode: Mode) -> None:
+    graph, model, _ = _paused(mode)
+    result = _resume(graph, answer, mode)
     assert result["response"] == "finished"
     assert result["executed_steps"][0]["step"] == "draft"
     assert len(model.requests_of("planner")) == 1
@@ -60,24 +61,26 @@ def test_edit_runs_the_edited_plan(answer: Any) -> None:
     assert "1. outline\n2. edit" in model.requests_of("executor")[0].prompt
 
 
-def test_reject_ends_the_run_with_a_response_saying_so() -> None:
-    graph, model, _ = _paused()
-    result = _resume(graph, {"action": "reject", "reason": "too vague"})
+@both_modes
+def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
+    graph, model, _ = _paused(mode)
+    result = _resume(graph, {"action": "reject", "reason": "too vague"}, mode)
     assert "rejected" in result["response"] and "too vague" in result["response"]
     assert model.requests_of("executor") == []
     assert graph.get_state(CONFIG).next == ()
 
 
+@both_modes
 @pytest.mark.parametrize("answer", ["maybe", {"action": "edit", "steps": []}, 42])
-def test_an_unknown_answer_pauses_again_with_a_clear_error(answer: Any) -> None:
-    graph, model, _ = _paused()
-    again = _resume(graph, answer)
+def test_an_unknown_answer_pauses_again_with_a_clear_error(answer: Any, mode: Mode) -> None:
+    graph, model, _ = _paused(mode)
+    again = _resume(graph, answer, mode)
 
     (pending,) = again["__interrupt__"]
     assert "not understood" in pending.value["error"] or "non-empty" in pending.value["error"]
     assert pending.value["plan"] == ["draft", "publish"]
     assert model.requests_of("executor") == []
-    assert _resume(graph, "approve")["response"] == "finished"
+    assert _resume(graph, "approve", mode)["response"] == "finished"
 
 
 def test_without_approve_plan_there_is_no_pause() -> None:

@@ -1,20 +1,44 @@
-"""The executor: task tools in parallel, the task list across steps, the step budget."""
+"""The executor: task tools in parallel, the task list across steps, the step budget, and
+tool calls the model got wrong."""
 
 from __future__ import annotations
 
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.plan_execute import build_plan_execute_graph
 from state import format_task_list
-from tests.fake_models import FakeChatModel, call, calls, plan, respond, run, text
+from tests.fake_models import (
+    FakeChatModel,
+    Mode,
+    Request,
+    both_modes,
+    call,
+    calls,
+    malformed,
+    plan,
+    respond,
+    run,
+    text,
+)
 
 
 def _create(subject: str) -> tuple[str, dict[str, str]]:
     return "TaskCreate", {"subject": subject, "description": f"{subject} in detail"}
 
 
-def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3() -> None:
+def _reply_to(turn: AIMessage, request: Request) -> ToolMessage:
+    """The tool reply `request` showed the model for the one call (valid or not) of `turn`."""
+    (call_id,) = [c["id"] for c in [*turn.tool_calls, *turn.invalid_tool_calls]]
+    (reply,) = [
+        m for m in request.messages if isinstance(m, ToolMessage) and m.tool_call_id == call_id
+    ]
+    return reply
+
+
+@both_modes
+def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("break the work down", "do the first task")],
         executor=[
@@ -27,7 +51,7 @@ def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3() -> None:
     )
     graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "tasks"}}
-    run(graph, "Plan a comparison", config=config)
+    run(graph, "Plan a comparison", mode, config=config)
 
     tasks = graph.get_state(config).values["tasks_context"]
     assert [(t.id, t.subject) for t in tasks.sorted_tasks()] == [
@@ -43,13 +67,14 @@ def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3() -> None:
     assert "#2" in model.requests_of("replanner")[0].prompt
 
 
-def test_executor_stops_at_its_step_budget_and_reports_the_step_unfinished() -> None:
+@both_modes
+def test_executor_stops_at_its_step_budget_and_reports_the_step_unfinished(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("list the tasks forever")],
         executor=[call("TaskList")] * 3,
         replanner=[respond("stopped early")],
     )
-    result = run(build_plan_execute_graph(model, executor_max_steps=3), "Loop")
+    result = run(build_plan_execute_graph(model, executor_max_steps=3), "Loop", mode)
 
     assert len(model.requests_of("executor")) == 3
     step_result = result["executed_steps"][0]["result"]
@@ -76,9 +101,79 @@ def test_a_long_step_within_budget_is_not_cut_by_the_recursion_limit() -> None:
     # 12 model turns plus 11 tool runs: more super-steps than the outer graph's limit allows.
     model = FakeChatModel(
         planner=[plan("list the tasks many times")],
-        executor=[call("TaskList")] * 11 + [text("listed them all")],
+        executor=[*[call("TaskList")] * 11, text("listed them all")],
         replanner=[respond("ok")],
     )
     graph = build_plan_execute_graph(model, max_iterations=1, executor_max_steps=12)
     result = run(graph, "Loop a while")
     assert result["executed_steps"][0]["result"] == "listed them all"
+
+
+@both_modes
+def test_malformed_arguments_get_an_error_reply_and_the_model_calls_again(mode: Mode) -> None:
+    bad = malformed("TaskCreate", '{"subject": "Coll')
+    model = FakeChatModel(
+        planner=[plan("make a task")],
+        executor=[bad, call("TaskCreate", subject="Collect", description="d"), text("made #1")],
+        replanner=[respond("ok")],
+    )
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "malformed"}}
+    result = run(graph, "Make a task", mode, config=config)
+
+    second = model.requests_of("executor")[1]
+    reply = _reply_to(bad, second)
+    assert reply.status == "error" and reply.name == "TaskCreate"
+    assert "not valid JSON" in str(reply.content) and "again" in str(reply.content)
+    assert result["executed_steps"][0]["result"] == "made #1"
+    assert graph.get_state(config).values["tasks_context"].get("1").subject == "Collect"
+
+
+def test_malformed_and_valid_calls_in_one_turn_each_get_a_reply() -> None:
+    good = call("TaskCreate", subject="Collect", description="d")
+    bad = malformed("TaskCreate", "raw not json")
+    both = AIMessage(
+        content="", tool_calls=good.tool_calls, invalid_tool_calls=bad.invalid_tool_calls
+    )
+    model = FakeChatModel(
+        planner=[plan("make tasks")],
+        executor=[both, text("made one of two")],
+        replanner=[respond("ok")],
+    )
+    run(build_plan_execute_graph(model), "Make tasks")
+
+    second = model.requests_of("executor")[1]
+    assert _reply_to(good, second).status == "success"
+    assert "Task #1 created" in str(_reply_to(good, second).content)
+    assert _reply_to(bad, second).status == "error"
+
+
+def test_malformed_call_on_the_last_allowed_turn_leaves_the_step_unfinished() -> None:
+    model = FakeChatModel(
+        planner=[plan("make a task")],
+        executor=[malformed("TaskCreate", "{")],
+        replanner=[respond("gave up")],
+    )
+    result = run(build_plan_execute_graph(model, executor_max_steps=1), "Make a task")
+
+    assert len(model.requests_of("executor")) == 1
+    step_result = result["executed_steps"][0]["result"]
+    assert step_result.startswith("UNFINISHED") and "not valid JSON" in step_result
+
+
+@both_modes
+def test_a_call_to_an_unknown_tool_gets_an_error_reply(mode: Mode) -> None:
+    unknown = call("Teleport", where="mars")
+    model = FakeChatModel(
+        planner=[plan("go to mars")],
+        executor=[unknown, text("there is no such tool")],
+        replanner=[respond("cannot")],
+    )
+    result = run(build_plan_execute_graph(model), "Go to Mars", mode)
+
+    reply = _reply_to(unknown, model.requests_of("executor")[1])
+    assert reply.status == "error"
+    assert "Teleport is not a valid tool" in str(reply.content) and "TaskCreate" in str(
+        reply.content
+    )
+    assert result["executed_steps"][0]["result"] == "there is no such tool"

@@ -6,7 +6,18 @@ import pytest
 
 from graphs.errors import PlanExecuteError
 from graphs.plan_execute import build_plan_execute_graph
-from tests.fake_models import FakeChatModel, call, calls, malformed, plan, respond, run, text
+from tests.fake_models import (
+    FakeChatModel,
+    Mode,
+    both_modes,
+    call,
+    calls,
+    malformed,
+    plan,
+    respond,
+    run,
+    text,
+)
 
 MISTAKES = {
     "no tool call": (text("Here is my plan: first..."), "no tool call"),
@@ -18,15 +29,16 @@ MISTAKES = {
 }
 
 
+@both_modes
 @pytest.mark.parametrize("mistake", MISTAKES)
-def test_planner_retries_with_a_correction_then_succeeds(mistake: str) -> None:
+def test_planner_retries_with_a_correction_then_succeeds(mistake: str, mode: Mode) -> None:
     bad, problem = MISTAKES[mistake]
     model = FakeChatModel(
         planner=[bad, plan("the step")],
         executor=[text("done")],
         replanner=[respond("ok")],
     )
-    result = run(build_plan_execute_graph(model), "Objective")
+    result = run(build_plan_execute_graph(model), "Objective", mode)
 
     assert result["response"] == "ok"
     first, second = model.requests_of("planner")
@@ -46,10 +58,11 @@ def test_replanner_retries_with_a_correction_then_succeeds(mistake: str) -> None
     assert problem in model.requests_of("replanner")[1].prompt
 
 
-def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply() -> None:
+@both_modes
+def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply(mode: Mode) -> None:
     model = FakeChatModel(planner=[text("I refuse to use tools")] * 3)
     with pytest.raises(PlanExecuteError) as caught:
-        run(build_plan_execute_graph(model, mistake_retries=2), "Objective")
+        run(build_plan_execute_graph(model, mistake_retries=2), "Objective", mode)
 
     assert len(model.requests_of("planner")) == 3
     error = caught.value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +12,8 @@ from graphs.context import Context
 from graphs.errors import ModelUnavailableError
 from graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script
-from tests.fake_models import run
-from tests.scripted_openai import ScriptedOpenAIServer, http_error, text, tool_call
+from tests.fake_models import Mode, both_modes, run, stream
+from tests.scripted_openai import Reply, ScriptedOpenAIServer, http_error, text, tool_call
 
 OBJECTIVE = "Compare task queues in 2 steps"
 
@@ -30,8 +29,11 @@ def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
     return Context(model="scripted-model", base_url=server.base_url, **overrides)
 
 
-def test_a_run_through_chatopenai_forces_the_plan_tool(server: ScriptedOpenAIServer) -> None:
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+@both_modes
+def test_a_run_through_chatopenai_forces_the_plan_tool(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
 
     assert [s["result"] for s in result["executed_steps"]] == [
         "Executed step 1: RESULT 1/2",
@@ -47,21 +49,19 @@ def test_a_run_through_chatopenai_forces_the_plan_tool(server: ScriptedOpenAISer
     assert plan_execute_script.executor_steps(server.requests) == [1, 2]
 
 
-def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer) -> None:
-    graph = build_plan_execute_graph()
-
-    async def collect() -> list[Any]:
-        stream = graph.astream(
-            {"messages": [("user", OBJECTIVE)]},
-            stream_mode="messages",
-            subgraphs=True,  # the executor's loop is a subgraph
-            context=_context(server),
-        )
-        return [item async for item in stream]
-
+@both_modes
+def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer, mode: Mode) -> None:
+    items = stream(
+        build_plan_execute_graph(),
+        OBJECTIVE,
+        mode,
+        stream_mode="messages",
+        subgraphs=True,  # the executor's loop is a subgraph
+        context=_context(server),
+    )
     chunks = [
         (namespace, message, meta)
-        for namespace, (message, meta) in asyncio.run(collect())
+        for namespace, (message, meta) in items
         if isinstance(message, AIMessageChunk)
     ]
     assert all(r.get("stream") for r in server.requests)
@@ -94,9 +94,12 @@ def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
         run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=1))
 
 
-def test_a_model_mistake_through_the_client_is_corrected(server: ScriptedOpenAIServer) -> None:
+@both_modes
+def test_a_model_mistake_through_the_client_is_corrected(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
     server.push(text("no tools for me"), tool_call("plan", '{"steps": ["a",'))
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
 
     assert result["response"].startswith("All ")
     second, third = (r["messages"][-1]["content"] for r in server.requests[1:3])
@@ -104,8 +107,37 @@ def test_a_model_mistake_through_the_client_is_corrected(server: ScriptedOpenAIS
     assert "not valid JSON" in third and '{"steps": ["a",' in third
 
 
-def test_an_unreachable_server_is_model_unavailable(server: ScriptedOpenAIServer) -> None:
+@both_modes
+def test_an_unreachable_server_is_model_unavailable(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
     context = _context(server, max_retries=0)
     server.stop()
     with pytest.raises(ModelUnavailableError, match="cannot reach"):
-        run(build_plan_execute_graph(), OBJECTIVE, context=context)
+        run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
+
+
+@both_modes
+def test_executor_tool_call_with_malformed_json_is_answered_with_an_error(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    executor_turns = 0
+
+    def respond(request: dict[str, Any]) -> Reply:
+        nonlocal executor_turns
+        if plan_execute_script.classify(request).role == "executor":
+            executor_turns += 1
+            if executor_turns == 1:
+                return tool_call("TaskList", "raw not json")
+        return plan_execute_script.respond(request)
+
+    server.responder = respond
+    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+
+    assert result["response"].startswith("All 2 steps")
+    executor = [r for r in server.requests if plan_execute_script.classify(r).role == "executor"]
+    assistant, tool = executor[1]["messages"][-2:]
+    (sent,) = assistant["tool_calls"]
+    assert sent["function"] == {"name": "TaskList", "arguments": "raw not json"}
+    assert tool["role"] == "tool" and tool["tool_call_id"] == sent["id"]
+    assert "not valid JSON" in tool["content"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import importlib
 
@@ -13,16 +12,27 @@ from graphs import plan_execute
 from graphs.errors import ModelUnavailableError
 from graphs.plan_execute import build_plan_execute_graph
 from graphs.prompts import DEFAULT_PROMPTS, Prompts
-from tests.fake_models import FakeChatModel, call, plan, respond, run, text
+from tests.fake_models import (
+    FakeChatModel,
+    Mode,
+    both_modes,
+    call,
+    plan,
+    respond,
+    run,
+    stream,
+    text,
+)
 
 
-def test_happy_path_plans_executes_each_step_and_responds() -> None:
+@both_modes
+def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("find the numbers", "add them")],
         executor=[text("found 2 and 3"), text("2 + 3 = 5")],
         replanner=[plan("add them"), respond("The sum is 5.")],
     )
-    result = run(build_plan_execute_graph(model), "Add the two numbers")
+    result = run(build_plan_execute_graph(model), "Add the two numbers", mode)
 
     assert result == {
         "response": "The sum is 5.",
@@ -38,7 +48,8 @@ def test_happy_path_plans_executes_each_step_and_responds() -> None:
     assert "found 2 and 3" in model.requests_of("replanner")[0].prompt
 
 
-def test_replan_changes_the_plan() -> None:
+@both_modes
+def test_replan_changes_the_plan(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("try the fast way", "report")],
         executor=[text("the fast way failed"), text("slow way worked"), text("report written")],
@@ -48,7 +59,7 @@ def test_replan_changes_the_plan() -> None:
             respond("Done the slow way."),
         ],
     )
-    result = run(build_plan_execute_graph(model), "Do the thing")
+    result = run(build_plan_execute_graph(model), "Do the thing", mode)
 
     assert [s["step"] for s in result["executed_steps"]] == [
         "try the fast way",
@@ -69,14 +80,15 @@ def test_replanner_may_respond_before_the_plan_is_used_up() -> None:
     assert result["plan"] == ["double check", "format"]
 
 
-def test_max_iterations_ends_with_a_plain_not_finished_response() -> None:
+@both_modes
+def test_max_iterations_ends_with_a_plain_not_finished_response(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("step one")],
         executor=[text("did one"), text("did two")],
         replanner=[plan("step two"), plan("step three")],
     )
     graph = build_plan_execute_graph(model, max_iterations=2)
-    result = run(graph, "A long job")
+    result = run(graph, "A long job", mode)
 
     assert len(model.requests_of("executor")) == 2
     assert result["plan"] == ["step three"]
@@ -98,7 +110,8 @@ def test_recursion_limit_fits_max_iterations() -> None:
     assert "not finished" in result["response"]
 
 
-def test_caller_tools_reach_executor_and_planner() -> None:
+@both_modes
+def test_caller_tools_reach_executor_and_planner(mode: Mode) -> None:
     @tool
     def lookup(query: str) -> str:
         """Look a fact up."""
@@ -109,7 +122,7 @@ def test_caller_tools_reach_executor_and_planner() -> None:
         executor=[call("lookup", query="cats"), text("cats purr")],
         replanner=[respond("Cats purr.")],
     )
-    result = run(build_plan_execute_graph(model, [lookup]), "Tell me about cats")
+    result = run(build_plan_execute_graph(model, [lookup]), "Tell me about cats", mode)
 
     assert result["executed_steps"][0]["result"] == "cats purr"
     assert "lookup: Look a fact up." in model.requests_of("planner")[0].prompt
@@ -140,19 +153,14 @@ def test_a_prompt_with_an_unknown_placeholder_is_refused() -> None:
         Prompts(executor_task="{objectiv}")
 
 
-def test_stream_updates_come_in_node_order() -> None:
+@both_modes
+def test_stream_updates_come_in_node_order(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("a", "b")],
         executor=[text("A"), text("B")],
         replanner=[plan("b"), respond("AB")],
     )
-    graph = build_plan_execute_graph(model)
-
-    async def collect() -> list[dict]:
-        objective = {"messages": [("user", "Do a then b")]}
-        return [chunk async for chunk in graph.astream(objective, stream_mode="updates")]
-
-    chunks = asyncio.run(collect())
+    chunks = stream(build_plan_execute_graph(model), "Do a then b", mode, stream_mode="updates")
     assert [next(iter(c)) for c in chunks] == [
         "planner",
         "executor",
@@ -166,8 +174,9 @@ def test_stream_updates_come_in_node_order() -> None:
     assert chunks[4]["replanner"] == {"response": "AB"}
 
 
+@both_modes
 def test_module_imports_and_exports_graph_without_an_api_key(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, mode: Mode
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     module = importlib.reload(plan_execute)
@@ -176,7 +185,7 @@ def test_module_imports_and_exports_graph_without_an_api_key(
     assert module.graph.checkpointer is None
     assert {"planner", "executor", "replanner"} <= set(module.graph.nodes)
     with pytest.raises(ModelUnavailableError, match="OPENAI_API_KEY"):
-        run(module.graph, "Anything")
+        run(module.graph, "Anything", mode)
 
 
 def test_bad_bounds_are_refused() -> None:
