@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from graphs.cli import main as replan
 from tests import plan_execute_script as script
 from tests.dev_server import REPO, dev_server
+from tests.readme import README, python_blocks
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
 
 GRAPH = "plan_execute"
@@ -36,9 +39,18 @@ def respond_with_a_task(request: dict[str, Any]) -> Reply:
     return script.respond(request)
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running dev server: its URL, an SDK client, and the SQLite file of its checkpoints."""
+
+    url: str
+    client: SyncLangGraphClient
+    db: Path
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SyncLangGraphClient, Path]]:
-    """An SDK client of a dev server with a scripted model, and the server's SQLite file."""
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A dev server whose model is the scripted one."""
     tmp = tmp_path_factory.mktemp("dev-server")
     db = tmp / "dev.sqlite"
     with ScriptedOpenAIServer(respond_with_a_task) as model:
@@ -48,12 +60,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SyncLangG
             "REPLAN_DEV_DB": str(db),
         }
         with dev_server(tmp, env) as url:
-            yield get_sync_client(url=url), db
+            yield Served(url, get_sync_client(url=url), db)
 
 
 @pytest.fixture
-def client(served: tuple[SyncLangGraphClient, Path]) -> SyncLangGraphClient:
-    return served[0]
+def client(served: Served) -> SyncLangGraphClient:
+    return served.client
 
 
 def assistant_id(client: SyncLangGraphClient) -> str:
@@ -84,10 +96,13 @@ def test_studio_graph_has_the_nodes_and_conditional_edges(
     assert {("planner", "executor", True), ("planner", "review_plan", True)} <= edges
 
 
-def test_a_thread_streams_updates_in_order_and_keeps_its_state(
-    served: tuple[SyncLangGraphClient, Path],
-) -> None:
-    client, db = served
+def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
+    schema = client.assistants.get_schemas(assistant_id(client))["context_schema"]
+    assert {"model", "base_url", "approve_plan"} <= set(schema["properties"])
+
+
+def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -> None:
+    client = served.client
     thread = new_thread(client)
     parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
     order = [node for part in parts if part.event == "updates" for node in part.data]
@@ -101,9 +116,18 @@ def test_a_thread_streams_updates_in_order_and_keeps_its_state(
     assert task["subject"] == TASK["subject"] and task["status"] == "pending"
     assert state["next"] == [] and client.threads.get(thread)["status"] == "idle"
 
-    with sqlite3.connect(db) as conn:  # the checkpoints went to the configured SQLite file
+    with sqlite3.connect(served.db) as conn:  # the checkpoints went to the configured SQLite file
         stored = conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,))
         assert stored.fetchone()[0] > 0
+
+
+def test_the_cli_reads_runs_of_the_dev_server(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = _paused(served.client)
+    assert replan(["show", "--db", str(served.db), "--thread-id", thread]) == 0
+    shown = capsys.readouterr().out
+    assert "Status: waiting for approval" in shown and f"1. {STEPS[0]}" in shown
 
 
 def _paused(client: SyncLangGraphClient) -> str:
@@ -158,3 +182,14 @@ def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None
         assert failed["__error__"]["error"] == "ModelUnavailableError"
         assert client.threads.get(thread)["status"] == "error"
     assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
+
+
+def test_the_readme_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    (code,) = python_blocks("LangGraph dev server and Studio")
+    code = code.replace("http://127.0.0.1:2024", served.url)
+    exec(compile(code, f"{README}:sdk", "exec", dont_inherit=True), {"__name__": "readme_sdk"})
+    lines = capsys.readouterr().out.splitlines()
+    topic = "compare three python task queues"
+    answer = f"All 3 steps of [{topic}] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
+    assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
+    assert lines[-3:] == [answer, str([script.step_text(i, 3, topic) for i in (1, 2, 3)]), answer]
