@@ -24,7 +24,9 @@ CHECKPOINTED_TYPES = (TaskContext,)
 """Non-LangChain types stored in plan–execute checkpoints, allowed back out explicitly."""
 
 
-def _serializer() -> JsonPlusSerializer:
+def checkpoint_serializer() -> JsonPlusSerializer:
+    """A serializer for any saver of plan–execute checkpoints (`InMemorySaver(serde=...)`):
+    it lets `CHECKPOINTED_TYPES` back out without LangGraph's unregistered-type warning."""
     allowed = [(cls.__module__, cls.__name__) for cls in CHECKPOINTED_TYPES]
     return JsonPlusSerializer(allowed_msgpack_modules=allowed)
 
@@ -38,7 +40,7 @@ async def open_checkpointer(
     try:
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         await conn.execute("PRAGMA journal_mode = WAL")
-        saver = AsyncSqliteSaver(conn, serde=_serializer())
+        saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
         await saver.setup()
         yield saver
     finally:
