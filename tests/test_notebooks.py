@@ -1,0 +1,39 @@
+"""Every notebook in notebooks/ runs top to bottom offline, and is stored without outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.dev_server import OFFLINE_ENV, REPO
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+CELL_TIMEOUT = 60
+
+
+def test_there_is_a_walkthrough() -> None:
+    assert REPO / "notebooks" / "walkthrough.ipynb" in NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_the_notebook_is_stored_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(not cell.outputs and cell.execution_count is None for cell in code)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_the_notebook_runs_without_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in OFFLINE_ENV.items():  # the kernel inherits this environment
+        monkeypatch.setenv(name, value)
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(REPO)}},
+    )
+    client.execute()  # raises CellExecutionError naming the failing cell
