@@ -31,17 +31,12 @@ OFFLINE_ENV = {
     "LANGGRAPH_NO_VERSION_CHECK": "true",
 }
 """No LangSmith tracing, no CLI analytics beacon, no PyPI version check."""
-_NOT_COPIED = shutil.ignore_patterns(
-    ".git",
-    ".langgraph_api",
-    "__pycache__",
-    ".*_cache",
-    ".hypothesis",
-    "*.egg-info",
-    "*.sqlite*",
-    "*.db",
-    "*.db-*",
-)
+
+
+def _gitignored_names() -> list[str]:
+    """The name patterns of the repository's .gitignore (a fresh clone has none of those)."""
+    lines = (REPO / ".gitignore").read_text().splitlines()
+    return [line.strip().rstrip("/") for line in lines if line.strip()[:1] not in ("", "#", "!")]
 
 
 def free_port() -> int:
@@ -53,8 +48,9 @@ def free_port() -> int:
 
 
 def copy_repo(target: Path) -> Path:
-    """Copy the working tree without git data, caches or databases; returns the copy."""
-    return Path(shutil.copytree(REPO, target, ignore=_NOT_COPIED))
+    """Copy the working tree without .git and what .gitignore names (venvs, caches, databases)."""
+    ignore = shutil.ignore_patterns(".git", *_gitignored_names())
+    return Path(shutil.copytree(REPO, target, ignore=ignore))
 
 
 def server_env(extra: Mapping[str, str]) -> dict[str, str]:
