@@ -13,12 +13,12 @@ def _ids(ids: list[str]) -> str:
     return ", ".join(f"#{task_id}" for task_id in sorted(ids, key=int)) or "none"
 
 
-def format_task_line(task: Task, context: TaskContext) -> str:
+def format_task_line(task: Task, context: TaskContext, unfinished: set[str] | None = None) -> str:
     """`#ID [status] subject [owner: X] [blocked by #x, #y]` (open blockers only)."""
     line = f"#{task.id} [{task.status}] {task.subject}"
     if task.owner:
         line += f" [owner: {task.owner}]"
-    blockers = context.open_blockers(task)
+    blockers = context.open_blockers(task, unfinished)
     if blockers:
         line += f" [blocked by {_ids(blockers)}]"
     return line
@@ -28,7 +28,8 @@ def format_task_list(context: TaskContext) -> str:
     """One line per task in numeric ID order, or a plain sentence when there are none."""
     if not context.tasks:
         return EMPTY_LIST_TEXT
-    return "\n".join(format_task_line(task, context) for task in context.sorted_tasks())
+    unfinished = context.unfinished_ids()
+    return "\n".join(format_task_line(task, context, unfinished) for task in context.sorted_tasks())
 
 
 def format_task_details(task: Task) -> str:

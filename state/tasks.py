@@ -100,11 +100,17 @@ class TaskContext(BaseModel):
         index = self._index()
         return index[self._existing_id(task_id, index)]
 
-    def open_blockers(self, task: Task) -> list[str]:
-        """IDs of the tasks blocking `task` that are not completed yet, in numeric order."""
-        index = self._index()
-        open_ids = (b for b in task.blocked_by if b in index and index[b].status != "completed")
-        return sorted(open_ids, key=int)
+    def unfinished_ids(self) -> set[str]:
+        """IDs of the tasks that are not completed."""
+        return {task.id for task in self.tasks if task.status != "completed"}
+
+    def open_blockers(self, task: Task, unfinished: set[str] | None = None) -> list[str]:
+        """IDs of the tasks blocking `task` that are not completed yet, in numeric order.
+
+        Pass `unfinished` (from `unfinished_ids`) when asking for many tasks in a row.
+        """
+        unfinished = self.unfinished_ids() if unfinished is None else unfinished
+        return sorted((b for b in task.blocked_by if b in unfinished), key=int)
 
     # -- changing ------------------------------------------------------------------------
 
