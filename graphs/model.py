@@ -7,12 +7,15 @@ in async runs, so `graph.invoke` / `graph.stream` and `ainvoke` / `astream` beha
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import httpx
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -46,6 +49,28 @@ class _Finished(Generic[T]):
     value: T
 
 
+_ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _async_http_client() -> httpx.AsyncClient | None:
+    """A pooled async HTTP client for the running event loop, or None outside one.
+
+    langchain-openai shares one async client per process by default, but pooled connections
+    belong to the loop that opened them: a second `asyncio.run(graph.ainvoke(...))` in the same
+    process would fail with "Event loop is closed". One client per loop keeps pooling safe.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    client = _ASYNC_HTTP_CLIENTS.get(loop)
+    if client is None:
+        client = _ASYNC_HTTP_CLIENTS[loop] = openai.DefaultAsyncHttpxClient()
+    return client
+
+
 def chat_model_from_context(context: Context) -> BaseChatModel:
     """A `ChatOpenAI` for `context`; raises `ModelUnavailableError` when no API key is set."""
     api_key = os.environ.get("OPENAI_API_KEY")
@@ -61,6 +86,7 @@ def chat_model_from_context(context: Context) -> BaseChatModel:
         api_key=SecretStr(api_key),
         max_retries=context.max_retries,
         timeout=context.timeout,
+        http_async_client=_async_http_client(),
     )
 
 

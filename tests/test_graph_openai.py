@@ -141,3 +141,10 @@ def test_executor_tool_call_with_malformed_json_is_answered_with_an_error(
     assert sent["function"] == {"name": "TaskList", "arguments": "raw not json"}
     assert tool["role"] == "tool" and tool["tool_call_id"] == sent["id"]
     assert "not valid JSON" in tool["content"]
+
+
+def test_consecutive_event_loops_in_one_process(server: ScriptedOpenAIServer) -> None:
+    """Each `asyncio.run` has its own loop; pooled connections must not leak across them."""
+    graph = build_plan_execute_graph()
+    responses = [run(graph, OBJECTIVE, "async", context=_context(server)) for _ in range(2)]
+    assert all(r["response"].startswith("All 2 steps") for r in responses)

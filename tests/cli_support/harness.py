@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_openai.chat_models import _client_utils
 
 from graphs.cli import main
 from tests import plan_execute_script as script
@@ -61,16 +60,8 @@ def run_cli(server: ScriptedOpenAIServer, cwd: Path, *args: str) -> Outcome:
 
 
 def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
-    """Run `replan ARGS` in this process (faster; the environment comes from monkeypatch).
-
-    langchain-openai caches its default async HTTP client process-wide, with pooled
-    connections bound to the event loop that opened them; each `main` runs its own loop, so the
-    cache is cleared after every call (one `replan` process never needs this).
-    """
-    try:
-        code = main(list(args))
-    finally:
-        _client_utils._cached_async_httpx_client.cache_clear()
+    """Run `replan ARGS` in this process (faster; the environment comes from monkeypatch)."""
+    code = main(list(args))
     captured = capsys.readouterr()
     return Outcome(code, captured.out, captured.err)
 
