@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def test_the_graph_runs_as_a_subgraph_pausing_for_approval(
     model: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (code,) = python_blocks("Embedding in your own graph")
-    namespace = {"__name__": "readme_embedding"}
+    namespace: dict[str, Any] = {"__name__": "readme_embedding"}
     exec(compile(code, f"{README}:embedding", "exec", dont_inherit=True), namespace)
 
     assert capsys.readouterr().out.splitlines() == [str(PLAN), f"Announced: {ANSWER}"]

@@ -24,7 +24,7 @@ from tests.readme import README, python_blocks
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
 
 GRAPH = "plan_execute"
-OBJECTIVE = {"messages": [{"role": "user", "content": "Ship it in 2 steps"}]}
+OBJECTIVE: dict[str, Any] = {"messages": [{"role": "user", "content": "Ship it in 2 steps"}]}
 STEPS = ["Step 1 of 2 [ship it in 2 steps]", "Step 2 of 2 [ship it in 2 steps]"]
 ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
 TASK = {"subject": "Announce the release", "description": "Write to the mailing list."}
@@ -98,6 +98,7 @@ def test_studio_graph_has_the_nodes_and_conditional_edges(
 
 def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
     schema = client.assistants.get_schemas(assistant_id(client))["context_schema"]
+    assert schema is not None
     assert {"model", "base_url", "approve_plan"} <= set(schema["properties"])
 
 
@@ -110,6 +111,7 @@ def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -
 
     state = client.threads.get_state(thread)
     values = state["values"]
+    assert isinstance(values, dict)
     assert values["response"] == ANSWER and values["plan"] == []
     assert [done["step"] for done in values["executed_steps"]] == STEPS
     (task,) = values["tasks_context"]["tasks"]
