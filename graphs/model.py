@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import httpx
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -49,12 +48,12 @@ class _Finished(Generic[T]):
     value: T
 
 
-_ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+_ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, openai.DefaultAsyncHttpxClient
+] = weakref.WeakKeyDictionary()
 
 
-def _async_http_client() -> httpx.AsyncClient | None:
+def _async_http_client() -> openai.DefaultAsyncHttpxClient | None:
     """A pooled async HTTP client for the running event loop, or None outside one.
 
     langchain-openai shares one async client per process by default, but pooled connections
