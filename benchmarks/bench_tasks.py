@@ -1,11 +1,14 @@
 """Time each task operation at 10, 1,000 and 10,000 tasks, so cost growth is visible.
 
-    python benchmarks/bench_tasks.py [--sizes 10 1000 10000] [--file-store]
+    python benchmarks/bench_tasks.py [--sizes 10 1000 10000] [--file-store] [--turns]
 
 Each figure is the median of several runs, in microseconds per operation, on a list of that
 many tasks with a chain of dependencies through all of them (the worst case for the cycle
 check). The last column block divides by the smallest size: linear growth shows as the ratio
 of the sizes. `--file-store` adds the folder-backed store (dominated by reading every file).
+`--turns` times one model turn of k parallel TaskCreate calls through LangGraph's ToolNode:
+each call replays the ones before it, so a turn costs O(k^2) task operations (plus one copy of
+the list per call); the table shows what that means in practice.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from state import FileTaskStore, Task, TaskContext, find_cycle, format_task_list
@@ -85,10 +89,43 @@ def file_store_operations(folder: Path, context: TaskContext) -> dict[str, Calla
     }
 
 
+def time_parallel_turns(size: int, call_counts: list[int]) -> None:
+    """Print the cost of one ToolNode turn with k parallel TaskCreate calls."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from state import TasksState
+    from tools import task_tools
+
+    builder = StateGraph(TasksState)
+    builder.add_node("tools", ToolNode(task_tools()))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    app = builder.compile()
+    context = chained_context(size)
+    print(f"\none ToolNode turn of k parallel TaskCreate calls, list of {size} tasks")
+    print(f"{'k':>4}{'turn (ms)':>14}{'per call (ms)':>16}")
+    for count in call_counts:
+        calls = [
+            {
+                "type": "tool_call",
+                "name": "TaskCreate",
+                "id": f"c{n}",
+                "args": {"subject": "s", "description": ""},
+            }
+            for n in range(count)
+        ]
+        state = {"messages": [AIMessage("", tool_calls=calls)], "tasks_context": context}
+        turn_us = median_us(partial(app.invoke, state), 5)
+        print(f"{count:>4}{turn_us / 1e3:14.1f}{turn_us / 1e3 / count:16.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1_000, 10_000])
     parser.add_argument("--file-store", action="store_true", help="also time the folder store")
+    parser.add_argument("--turns", action="store_true", help="time parallel calls in ToolNode")
     options = parser.parse_args()
 
     table: dict[str, dict[int, float]] = {}
@@ -111,6 +148,9 @@ def main() -> None:
         line = f"{name:26}" + "".join(f"{row[s]:18.1f}" for s in sizes)
         line += "".join(f"{row[s] / row[sizes[0]]:12.1f}" for s in sizes[1:])
         print(line)
+    if options.turns:
+        for size in (10, 1_000):
+            time_parallel_turns(size, [1, 3, 10, 30])
 
 
 if __name__ == "__main__":

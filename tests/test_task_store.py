@@ -145,3 +145,10 @@ def test_an_interrupted_journal_is_completed_by_the_next_operation(tmp_path: Pat
     (tmp_path / ".journal.json").write_text(json.dumps(journal))
     context = store.read()
     assert context.get("1").blocks == ["2"] and context.get("2").blocked_by == ["1"]
+
+
+def test_an_unusable_folder_is_an_error_message_not_an_exception(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the task folder should be")
+    reply = task_tools(store=blocker)[3].invoke(tool_call("TaskList"))
+    assert reply.status == "error" and str(blocker) in reply.content

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from pathlib import Path
 
@@ -206,3 +207,15 @@ def test_pure_task_modules_do_not_import_langgraph() -> None:
             for alias in node.names
         } | {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not any(module.startswith(("langgraph", "langchain")) for module in imported), name
+
+
+def test_deep_copies_share_nothing_mutable() -> None:
+    context = make(2)
+    context.update("1", add_blocks=["2"], metadata={"nested": {"k": [1]}})
+    copied = copy.deepcopy(context)
+    assert copied == context
+    copied.tasks[0].blocks.append("x")
+    copied.tasks[0].metadata["nested"]["k"].append(2)
+    copied.tasks[1].blocked_by.clear()
+    assert context.get("1").blocks == ["2"] and context.get("2").blocked_by == ["1"]
+    assert context.get("1").metadata == {"nested": {"k": [1]}}

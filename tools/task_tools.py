@@ -190,6 +190,11 @@ def _file_tool(name: str, store: FileTaskStore, settings: dict[str, bool]) -> Ca
             return store.transact(lambda context: run_task_call(context, name, args, **settings))
         except TaskError as error:
             raise ToolException(str(error)) from error
+        except OSError as error:
+            raise ToolException(
+                f"The shared task folder {store.directory} cannot be used ({error}). Nothing "
+                "was changed; tell the user, since retrying will not help until it is fixed."
+            ) from error
 
     return call
 
