@@ -86,19 +86,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _model_error(exc: BaseException) -> str | None:
-    """A one-line reason when `exc` means the model cannot be used, else None."""
-    if isinstance(exc, ModelUnavailableError):
-        return str(exc)
-    if isinstance(exc, openai.APIConnectionError):
-        return f"cannot reach the model server: {exc}"
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        detail = body.get("message") or exc.message
-        return f"the model server answered HTTP {exc.status_code}: {detail}"
-    return None
-
-
 def _config(args: argparse.Namespace, options: dict[str, Any]) -> RunnableConfig:
     metadata = {METADATA_PREFIX + key: value for key, value in options.items()}
     return {"configurable": {"thread_id": args.thread_id}, "metadata": metadata}
@@ -194,9 +181,9 @@ async def _guarded(run: Awaitable[ExitCode], args: argparse.Namespace) -> ExitCo
     try:
         return await run
     except (ReplanError, openai.APIError) as exc:
-        reason = _model_error(exc)
-        code = ExitCode.FAILED if reason is None else ExitCode.MODEL_UNAVAILABLE
-        _say(f"replan: {_one_line(reason or str(exc))}")
+        unavailable = isinstance(exc, ModelUnavailableError)
+        code = ExitCode.MODEL_UNAVAILABLE if unavailable else ExitCode.FAILED
+        _say(f"replan: {_one_line(str(exc))}")
         _say(f"The run is saved; continue it with: {_resume_hint(args)}")
         return code
 

@@ -8,7 +8,8 @@ class ReplanError(Exception):
 
 
 class ModelUnavailableError(ReplanError):
-    """The chat model cannot be used: no API key, or the server cannot be reached."""
+    """The chat model cannot be used: no API key, server unreachable, or still answering
+    errors after the client's retries."""
 
 
 class PlanExecuteError(ReplanError):

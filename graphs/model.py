@@ -106,14 +106,21 @@ def ask_model(
 
 @contextmanager
 def _model_errors() -> Iterator[None]:
-    """Turn connection and authentication failures that survive the client's own retries
-    into a `ModelUnavailableError` with a one-line reason."""
+    """Turn failures that survive the client's own retries (unreachable server, refused key,
+    HTTP errors such as a lasting 429 or 5xx) into a `ModelUnavailableError` with a one-line
+    reason."""
     try:
         yield
     except openai.APIConnectionError as exc:
         raise ModelUnavailableError(f"cannot reach the model server: {exc}") from exc
     except openai.AuthenticationError as exc:
         raise ModelUnavailableError(f"the model server refused the API key: {exc}") from exc
+    except openai.APIStatusError as exc:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        detail = body.get("message") or exc.message
+        raise ModelUnavailableError(
+            f"the model server answered HTTP {exc.status_code}: {detail}"
+        ) from exc
 
 
 def _send(steps: Steps[T], result: Any) -> Call | _Finished[T]:

@@ -1,6 +1,6 @@
 """SQLite persistence for plan–execute runs, safe for several processes on one file.
 
-`open_checkpointer(path)` yields an `AsyncSqliteSaver` (the graph's nodes are async) over a
+`open_checkpointer(path)` yields an `AsyncSqliteSaver` (the CLI drives runs with `astream`) over a
 connection with a busy timeout and WAL journaling, so concurrent runs in different processes
 wait for each other's writes instead of failing with "database is locked". The CLI and the
 dev-server configuration share it.
