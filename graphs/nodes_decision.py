@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from graphs.errors import PlanExecuteError
 from graphs.model import Steps, ask_model
 from graphs.prompts import Prompts
-from state.plan_execute import PlanArgs, RespondArgs, message_text
+from state.plan_execute import PlanArgs, RespondArgs
 
 SENT_PREVIEW_CHARS = 300
 
@@ -75,7 +75,7 @@ def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
             f"the arguments of `{bad.get('name')}` are not valid JSON", str(bad.get("args"))
         )
     if not reply.tool_calls:
-        text = message_text(reply)
+        text = reply.text
         raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)")
     if len(reply.tool_calls) > 1:
         names = ", ".join(call["name"] for call in reply.tool_calls)

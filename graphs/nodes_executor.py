@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from graphs.context import Context
 from graphs.model import Steps, ask_model, dual_node, resolve_model
 from graphs.prompts import Prompts
-from state.plan_execute import ExecutorState, message_text
+from state.plan_execute import ExecutorState
 
 PROGRESS_RESULTS = 3
 PROGRESS_CHARS = 500
@@ -106,11 +106,9 @@ class ExecutorLoop:
         """The model's final answer, or an UNFINISHED note when the budget ran out."""
         reply = last_reply(messages)
         if reply is not None and not (reply.tool_calls or reply.invalid_tool_calls):
-            return message_text(reply)
+            return reply.text
         results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
-        progress = "\n".join(
-            f"- {m.name or 'tool'}: {message_text(m)[:PROGRESS_CHARS]}" for m in results
-        )
+        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
         return self.prompts.step_unfinished.format(
             max_steps=self.max_steps, progress=progress or "(no tool results)"
         )

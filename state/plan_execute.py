@@ -77,19 +77,9 @@ class RespondArgs(BaseModel):
     response: str = Field(min_length=1)
 
 
-def message_text(message: AnyMessage) -> str:
-    """The plain text of a message, whether its content is a string or a list of blocks."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = (
-        block if isinstance(block, str) else str(block.get("text", "")) for block in message.content
-    )
-    return "".join(parts)
-
-
 def objective_text(messages: list[AnyMessage]) -> str:
     """The objective: the text of the user's messages, in order."""
-    return "\n\n".join(message_text(m) for m in messages if isinstance(m, HumanMessage))
+    return "\n\n".join(m.text for m in messages if isinstance(m, HumanMessage))
 
 
 def format_plan(steps: list[str]) -> str:
