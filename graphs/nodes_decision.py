@@ -21,6 +21,7 @@ from graphs.errors import PlanExecuteError
 from graphs.model import Steps, ask_model
 from graphs.prompts import Prompts
 from state.plan_execute import PlanArgs, RespondArgs
+from tools.arguments import validation_problems
 
 SENT_PREVIEW_CHARS = 300
 
@@ -88,9 +89,7 @@ def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
     try:
         return tool.args.model_validate(call["args"])
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = validation_problems(exc)
         raise ModelMistake(
             f"the arguments of `{tool.name}` do not parse ({problems})", sent
         ) from exc
