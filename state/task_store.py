@@ -55,9 +55,9 @@ class FileTaskStore:
         with interprocess_lock(self.directory / LOCK_FILE):
             self._replay_journal()
             context = self._load()
-            before = _snapshot(context)
+            before = _snapshot(context), context.high_watermark
             result = operation(context)
-            self._save(before, context)
+            self._save(*before, context)
             return result
 
     # -- loading -------------------------------------------------------------------------
@@ -100,25 +100,19 @@ class FileTaskStore:
 
     # -- saving --------------------------------------------------------------------------
 
-    def _save(self, before: dict[str, dict[str, Any]], context: TaskContext) -> None:
+    def _save(
+        self, before: dict[str, dict[str, Any]], watermark_before: int, context: TaskContext
+    ) -> None:
+        """Write what the operation changed (nothing at all for a read)."""
         after = _snapshot(context)
         journal = {
             "high_watermark": context.high_watermark,
             "write": {tid: data for tid, data in after.items() if before.get(tid) != data},
             "delete": [tid for tid in before if tid not in after],
         }
-        if (
-            not journal["write"]
-            and not journal["delete"]
-            and self._watermark_on_disk_is(context.high_watermark)
-        ):
-            return
-        atomic_write_text(self.directory / JOURNAL_FILE, json.dumps(journal))
-        self._apply(journal)
-
-    def _watermark_on_disk_is(self, value: int) -> bool:
-        path = self.directory / HIGH_WATERMARK_FILE
-        return path.exists() and path.read_text("utf-8").strip() == str(value)
+        if journal["write"] or journal["delete"] or context.high_watermark != watermark_before:
+            atomic_write_text(self.directory / JOURNAL_FILE, json.dumps(journal))
+            self._apply(journal)
 
     def _replay_journal(self) -> None:
         path = self.directory / JOURNAL_FILE
