@@ -43,7 +43,7 @@ from graphs.context import Context
 from graphs.errors import ModelUnavailableError, ReplanError
 from graphs.persistence import DEFAULT_DB, open_checkpointer, stored_thread_ids
 from graphs.plan_execute import build_plan_execute_graph
-from graphs.progress import ProgressPrinter, describe_run, run_line
+from graphs.progress import ProgressPrinter, describe_run, is_finished, run_line, run_status
 from state.plan_execute import format_plan
 
 
@@ -157,7 +157,13 @@ async def _drive(
     """Stream the run to its end, answering plan reviews; print the answer."""
     printer = ProgressPrinter(sys.stderr)
     while True:
-        stream = graph.astream(payload, config, context=context, stream_mode=["updates", "tasks"])
+        stream = graph.astream(
+            payload,
+            config,
+            context=context,
+            stream_mode=["updates", "tasks"],
+            durability="sync",  # each step's checkpoint is on disk before the next step starts
+        )
         async for mode, chunk in stream:
             printer.handle(mode, chunk)
         snapshot = await graph.aget_state(config)
@@ -170,8 +176,8 @@ async def _drive(
             )
             return ExitCode.AWAITING_APPROVAL
         payload = Command(resume=ask_review(snapshot.interrupts[0].value["plan"]))
-    if snapshot.next:
-        raise CliError(ExitCode.FAILED, f"the run stopped before {', '.join(snapshot.next)}")
+    if not is_finished(snapshot):
+        raise CliError(ExitCode.FAILED, f"the run stopped: {run_status(snapshot)}")
     print(snapshot.values.get("response", ""), flush=True)
     return ExitCode.OK
 
@@ -227,7 +233,7 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
         config = _config(args, options)
         snapshot = await graph.aget_state(config)
         review = _review_from_flags(args)
-        if not snapshot.next:
+        if is_finished(snapshot):
             _say(f"Thread {args.thread_id} has already finished; its answer:")
             print(snapshot.values.get("response", ""), flush=True)
             return ExitCode.OK
@@ -235,7 +241,7 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
             raise CliError(
                 ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval"
             )
-        _say(f"Resuming thread {args.thread_id} before {', '.join(snapshot.next)}")
+        _say(f"Resuming thread {args.thread_id} ({run_status(snapshot)})")
         payload: Command[Any] | None = None if review is None else Command(resume=review)
         return await _guarded(_drive(graph, payload, config, _context(args, options), args), args)
 

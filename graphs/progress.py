@@ -81,16 +81,27 @@ class ProgressPrinter:
             self._say("Plan rejected." if update.get("response") else "Plan approved.")
 
 
+def is_finished(snapshot: StateSnapshot) -> bool:
+    """Whether the run has nothing left to do.
+
+    Not `not snapshot.next`: `next` leaves out tasks whose writes were saved but not yet folded
+    into a checkpoint (a process killed in between), and such a run must still be resumed.
+    """
+    return not snapshot.tasks
+
+
 def run_status(snapshot: StateSnapshot) -> str:
-    """finished / waiting for approval / failed at X / interrupted at X."""
+    """finished / waiting for approval / failed at X / interrupted at X (or after X)."""
     if snapshot.interrupts:
         return "waiting for approval"
-    if not snapshot.next:
+    if is_finished(snapshot):
         return "finished"
     failed = [task.name for task in snapshot.tasks if task.error]
     if failed:
         return f"failed at {', '.join(failed)}"
-    return f"interrupted at {', '.join(snapshot.next)}"
+    if snapshot.next:
+        return f"interrupted at {', '.join(snapshot.next)}"
+    return f"interrupted after {', '.join(task.name for task in snapshot.tasks)}"
 
 
 def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from graphs.persistence import DEFAULT_DB, open_checkpointer
+from graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
 from tests.cli_support.harness import Gate, invoke, run_cli, start_cli
 from tests.scripted_openai import ScriptedOpenAIServer
@@ -55,3 +61,52 @@ def test_ctrl_c_stops_with_130_and_the_run_resumes(
         resumed = invoke(capsys, "resume", "--thread-id", "i")
         assert resumed.code == 0 and "RESULT 1/2, RESULT 2/2" in resumed.out
         assert script.executor_steps(server.requests) == [1, 1, 2]
+
+
+class Killed(Exception):
+    """Stands in for SIGKILL at one exact instant."""
+
+
+def test_a_run_killed_between_saving_writes_and_its_checkpoint_is_not_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The replanner's writes are saved, then the process dies before the checkpoint that folds
+    them in: LangGraph's `next` is empty, yet the run is not finished and must resume."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with ScriptedOpenAIServer(script.respond) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+
+        async def die_after_replanner_writes() -> None:
+            async with open_checkpointer(DEFAULT_DB) as saver:
+                save_writes, replanned = saver.aput_writes, False
+
+                async def aput_writes(config: Any, writes: Any, task_id: str, *rest: Any) -> None:
+                    nonlocal replanned
+                    channels = {channel for channel, _ in writes}
+                    replan = "plan" in channels and not channels & {"iterations", "response"}
+                    replanned = replanned or replan
+                    await save_writes(config, writes, task_id, *rest)
+
+                async def aput(*args: Any) -> Any:
+                    if replanned:
+                        raise Killed
+                    return await AsyncSqliteSaver.aput(saver, *args)
+
+                monkeypatch.setattr(saver, "aput_writes", aput_writes)
+                monkeypatch.setattr(saver, "aput", aput)
+                graph = build_plan_execute_graph(checkpointer=saver)
+                config: RunnableConfig = {"configurable": {"thread_id": "w"}}
+                objective = {"messages": [("user", "Pending writes in 3 steps")]}
+                with pytest.raises(Killed):
+                    await graph.ainvoke(objective, config, durability="sync")
+                assert (await graph.aget_state(config)).next == ()
+
+        asyncio.run(die_after_replanner_writes())
+
+        shown = invoke(capsys, "show", "--thread-id", "w")
+        assert "Status: interrupted after replanner" in shown.out
+        resumed = invoke(capsys, "resume", "--thread-id", "w")
+        assert resumed.code == 0, resumed.err
+        assert "RESULT 1/3, RESULT 2/3, RESULT 3/3" in resumed.out
+        assert script.executor_steps(server.requests) == [1, 2, 3]
