@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from state.plans import (
+from replan.state.plans import (
     FilesystemPlanStorage,
     InMemoryPlanStorage,
     PlanStorage,

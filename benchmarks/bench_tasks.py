@@ -21,8 +21,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from state import FileTaskStore, Task, TaskContext, find_cycle, format_task_list
-from tools.task_tools import run_task_call
+from replan.state import FileTaskStore, Task, TaskContext, find_cycle, format_task_list
+from replan.tools.task_tools import run_task_call
 
 
 def chained_context(size: int) -> TaskContext:
@@ -95,8 +95,7 @@ def time_parallel_turns(size: int, call_counts: list[int]) -> None:
     from langgraph.graph import END, START, StateGraph
     from langgraph.prebuilt import ToolNode
 
-    from state import TasksState
-    from tools import task_tools
+    from replan.tools import TasksState, task_tools
 
     builder = StateGraph(TasksState)
     builder.add_node("tools", ToolNode(task_tools()))

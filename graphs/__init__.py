@@ -1,1 +1,1 @@
-"""LangGraph wiring for replan: nodes, prompts, runtime configuration and the CLI."""
+"""LangGraph wiring for replan: graph, nodes, prompts, runtime `Context`, and the CLI."""

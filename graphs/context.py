@@ -1,23 +1,44 @@
-"""Runtime settings of the plan–execute graph, passed per run with `context=`."""
+"""Runtime settings of the plan–execute graph, passed per run with `context=`.
+
+Everything a run may change lives here, so Studio, the SDK and the CLI can set it per run.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_TIMEOUT_SECONDS = 120.0
+DEFAULT_MAX_ITERATIONS = 10
+DEFAULT_EXECUTOR_MAX_STEPS = 20
+DEFAULT_MISTAKE_RETRIES = 2
+MAX_BOUND = 1000
+"""Largest accepted `max_iterations` / `executor_max_steps`: the graphs' recursion limits are
+sized from it, so no legal run is ever cut short by LangGraph's own limit."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name) or default
 
 
+def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND) -> int:
+    """`value` if it is a whole number in [minimum, maximum]; ValueError naming `name` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, not {value}")
+    return value
+
+
 @dataclass(kw_only=True)
 class Context:
-    """How to reach the chat model and whether a human approves the plan.
+    """How to reach the chat model, how far a run may go, and whether a human approves the plan.
 
     Model settings apply only when the graph builds its own `ChatOpenAI` (no `model=` was given
-    to `build_plan_execute_graph`). Unset fields default from the environment when created.
+    to `build_plan_execute_graph`). Unset model fields default from the environment; unset
+    bounds (None) take the values the graph was built with.
     """
 
     model: str = field(
@@ -46,7 +67,7 @@ class Context:
         },
     )
     timeout: float | None = field(
-        default=120.0,
+        default=DEFAULT_TIMEOUT_SECONDS,
         metadata={"description": "Seconds to wait for one model request; empty means no limit."},
     )
     approve_plan: bool = field(
@@ -55,3 +76,70 @@ class Context:
             "description": "Pause after planning so a human can approve, edit or reject the plan."
         },
     )
+    max_iterations: int | None = field(
+        default=None,
+        metadata={
+            "description": "Most execute→replan rounds; past it the run ends saying it did not "
+            f"finish. Empty: the graph's default ({DEFAULT_MAX_ITERATIONS} unless built "
+            f"otherwise). At most {MAX_BOUND}."
+        },
+    )
+    executor_max_steps: int | None = field(
+        default=None,
+        metadata={
+            "description": "Most model calls the executor makes for one step; past it the step "
+            f"is recorded as unfinished. Empty: the graph's default "
+            f"({DEFAULT_EXECUTOR_MAX_STEPS}). At most {MAX_BOUND}."
+        },
+    )
+    mistake_retries: int | None = field(
+        default=None,
+        metadata={
+            "description": "How often the planner and replanner re-ask a model whose reply had "
+            f"no usable decision. Empty: the graph's default ({DEFAULT_MISTAKE_RETRIES})."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        """Refuse settings no run could use, with a message naming the field."""
+        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
+            raise ValueError(f"max_retries must be a whole number, not {self.max_retries!r}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, not {self.max_retries}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be more than 0 seconds, not {self.timeout}")
+        for name, minimum in (("max_iterations", 1), ("executor_max_steps", 1)):
+            if (value := getattr(self, name)) is not None:
+                check_count(name, value, minimum=minimum)
+        if self.mistake_retries is not None:
+            check_count("mistake_retries", self.mistake_retries, minimum=0)
+
+    def settings(self) -> dict[str, Any]:
+        """The fields as plain values (no secrets live here), e.g. to store with a run."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bounds:
+    """The bounds a run obeys: the run's `Context` fields where set, else the graph's."""
+
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    executor_max_steps: int = DEFAULT_EXECUTOR_MAX_STEPS
+    mistake_retries: int = DEFAULT_MISTAKE_RETRIES
+
+    def __post_init__(self) -> None:
+        check_count("max_iterations", self.max_iterations, minimum=1)
+        check_count("executor_max_steps", self.executor_max_steps, minimum=1)
+        check_count("mistake_retries", self.mistake_retries, minimum=0)
+
+    def for_run(self, context: Context | None) -> Bounds:
+        """These bounds with the run's own settings applied."""
+        if context is None:
+            return self
+        return Bounds(
+            max_iterations=context.max_iterations or self.max_iterations,
+            executor_max_steps=context.executor_max_steps or self.executor_max_steps,
+            mistake_retries=(
+                self.mistake_retries if context.mistake_retries is None else context.mistake_retries
+            ),
+        )

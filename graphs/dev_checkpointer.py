@@ -15,7 +15,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from graphs.persistence import open_checkpointer
+from replan.graphs.cli.persistence import open_checkpointer
 
 DEFAULT_DEV_DB = Path(".langgraph_api") / "replan-dev.sqlite"
 

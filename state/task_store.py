@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
-from state.tasks import Task, TaskContext, TaskError
+from replan.state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
+from replan.state.tasks import Task, TaskContext, TaskError
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from state.tasks import Task, TaskContext, TaskUpdateResult
+from replan.state.tasks import Task, TaskContext, TaskUpdateResult
 
 EMPTY_LIST_TEXT = "No tasks yet. Create some with TaskCreate when the work has several steps."
 

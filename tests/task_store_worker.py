@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from tools import task_tools
+from replan.tools import task_tools
 
 
 def main(folder: str, name: str, count: int, link: bool) -> None:

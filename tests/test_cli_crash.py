@@ -11,8 +11,8 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from graphs.persistence import DEFAULT_DB, open_checkpointer
-from graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer
+from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
 from tests.cli_support.harness import Gate, invoke, run_cli, start_cli
 from tests.scripted_openai import ScriptedOpenAIServer

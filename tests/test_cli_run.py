@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graphs import cli
+from replan.graphs.cli import commands as cli
 from tests import plan_execute_script as script
 from tests.cli_support.harness import invoke, run_cli
 from tests.readme import README

@@ -9,8 +9,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graphs.context import Context
-from graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.context import Context
+from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.fake_models import FakeChatModel, Mode, both_modes, plan, respond, run, text
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "review"}}

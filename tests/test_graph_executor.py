@@ -7,8 +7,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.plan_execute import build_plan_execute_graph
-from state import format_task_list
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.state import format_task_list
 from tests.fake_models import (
     FakeChatModel,
     Mode,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.errors import PlanExecuteError
-from graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.errors import PlanExecuteError
+from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.fake_models import (
     FakeChatModel,
     Mode,

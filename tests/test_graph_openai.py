@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessageChunk
 
-from graphs.context import Context
-from graphs.errors import ModelUnavailableError
-from graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.context import Context
+from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script
 from tests.fake_models import Mode, both_modes, run, stream
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, http_error, text, tool_call

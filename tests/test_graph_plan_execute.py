@@ -8,10 +8,10 @@ import importlib
 import pytest
 from langchain_core.tools import tool
 
-from graphs import plan_execute
-from graphs.errors import ModelUnavailableError
-from graphs.plan_execute import build_plan_execute_graph
-from graphs.prompts import DEFAULT_PROMPTS, Prompts
+from replan.graphs import plan_execute
+from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from tests.fake_models import (
     FakeChatModel,
     Mode,

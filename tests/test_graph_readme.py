@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphs import model as model_factory
-from graphs.context import Context
+from replan.graphs import chat_model as model_factory
+from replan.graphs.context import Context
 from tests.fake_models import FakeChatModel, call, plan, respond, text
 from tests.readme import README, python_blocks
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from state.plans import (
+from replan.state.plans import (
     MAX_NAME_LENGTH,
     NAME_PATTERN,
     FilesystemPlanStorage,
@@ -22,7 +22,7 @@ from state.plans import (
     default_plans_dir,
     validate_name,
 )
-from state.plans.storage import apply_update, decode_plan
+from replan.state.plans.storage import apply_update, decode_plan
 
 VALID_NAMES = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,63}", fullmatch=True)
 

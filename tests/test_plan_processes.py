@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from state.plans import PlanUpdate
+from replan.state.plans import PlanUpdate
 from tests.plan_support.backends import PERSISTENT_BACKENDS, open_storage
 from tests.plan_support.child import CRASH_PLANS, versioned_content
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from state.plans import (
+from replan.state.plans import (
     InvalidPlan,
     Plan,
     PlanConflict,

@@ -13,9 +13,9 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from state.plans import FilesystemPlanStorage, InMemoryPlanStorage, PlanStorage
+from replan.state.plans import FilesystemPlanStorage, InMemoryPlanStorage, PlanStorage
+from replan.tools import plan_tools
 from tests.plan_support.backends import corrupt
-from tools import plan_tools
 
 TOOL_NAMES = [
     "write_plan",

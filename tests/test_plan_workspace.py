@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from state.plans import MAX_FILE_BYTES, Workspace, WorkspaceError
+from replan.state.plans import MAX_FILE_BYTES, Workspace, WorkspaceError
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from graphs.cli import main as replan
+from replan.graphs.cli import main as replan
 from tests import plan_execute_script as script
 from tests.dev_server import REPO, dev_server
 from tests.readme import README, python_blocks

@@ -8,8 +8,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from state import TaskContext, TaskError, find_cycle
-from tools.task_tools import TASK_TOOL_NAMES, run_task_call
+from replan.state import TaskContext, TaskError, find_cycle
+from replan.tools.task_tools import TASK_TOOL_NAMES, run_task_call
 
 BAD_IDS = st.sampled_from(["0", "abc", "1.5", "../x", "-2", "", "999"])
 STATUSES = st.sampled_from(["pending", "in_progress", "completed", "deleted", "done"])

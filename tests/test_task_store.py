@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from state import FileTaskStore, TaskStoreCorruptError
-from tools import task_tools
+from replan.state import FileTaskStore, TaskStoreCorruptError
+from replan.tools import task_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 

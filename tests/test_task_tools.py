@@ -9,9 +9,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from state import TaskContext, TasksState
-from tools import task_tools
-from tools.task_descriptions import TOOL_DESCRIPTIONS
+from replan.state import TaskContext
+from replan.tools import TasksState, task_tools
+from replan.tools.task_descriptions import TOOL_DESCRIPTIONS
 
 
 def call(name: str, call_id: str, **args: Any) -> dict[str, Any]:

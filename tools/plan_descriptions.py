@@ -1,6 +1,6 @@
 """What models read about the plan tools: one description per tool and per argument."""
 
-from state.plans import MAX_NAME_LENGTH, SUGGESTED_STATUSES
+from replan.state.plans import MAX_NAME_LENGTH, SUGGESTED_STATUSES
 
 _REVISION_HINT = (
     "Every write raises a plan's revision by one. Pass the revision you last saw as "

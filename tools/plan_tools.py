@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, create_model
 
-from state.plans import (
+from replan.state.plans import (
     FilesystemPlanStorage,
     InvalidPlan,
     Plan,
@@ -29,8 +29,8 @@ from state.plans import (
     Workspace,
     WorkspaceError,
 )
-from tools import plan_descriptions as text
-from tools.arguments import explain_validation_error
+from replan.tools import plan_descriptions as text
+from replan.tools.arguments import explain_validation_error
 
 
 def _field(annotation: Any, description: str, **options: Any) -> Any:

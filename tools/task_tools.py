@@ -23,17 +23,22 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model
 
-from state.task_store import FileTaskStore
-from state.task_views import (
+from replan.state.task_store import FileTaskStore
+from replan.state.task_views import (
     format_created,
     format_task_details,
     format_task_list,
     format_update_result,
 )
-from state.tasks import TaskContext, TaskError
-from state.tasks_state import as_task_context
-from tools.arguments import explain_validation_error
-from tools.task_descriptions import FIELD_DESCRIPTIONS, LANGUAGES, TOOL_DESCRIPTIONS, Language
+from replan.state.tasks import TaskContext, TaskError
+from replan.tools.arguments import explain_validation_error
+from replan.tools.task_descriptions import (
+    FIELD_DESCRIPTIONS,
+    LANGUAGES,
+    TOOL_DESCRIPTIONS,
+    Language,
+)
+from replan.tools.task_state import as_task_context
 
 TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST = "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"
 TASK_TOOL_NAMES = (TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST)

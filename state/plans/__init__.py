@@ -1,8 +1,8 @@
 """Shared plan documents: the model, the storage protocol and its three backends."""
 
-from state.plans.filesystem import PLANS_DIR_ENV, FilesystemPlanStorage, default_plans_dir
-from state.plans.memory import InMemoryPlanStorage
-from state.plans.model import (
+from replan.state.plans.filesystem import PLANS_DIR_ENV, FilesystemPlanStorage, default_plans_dir
+from replan.state.plans.memory import InMemoryPlanStorage
+from replan.state.plans.model import (
     MAX_CONTENT_BYTES,
     MAX_NAME_LENGTH,
     NAME_PATTERN,
@@ -19,9 +19,9 @@ from state.plans.model import (
     PlanUpdate,
     validate_name,
 )
-from state.plans.sqlite import SqlitePlanStorage
-from state.plans.storage import PlanStorage
-from state.plans.workspace import MAX_FILE_BYTES, Workspace, WorkspaceError
+from replan.state.plans.sqlite import SqlitePlanStorage
+from replan.state.plans.storage import PlanStorage
+from replan.state.plans.workspace import MAX_FILE_BYTES, Workspace, WorkspaceError
 
 __all__ = [
     "MAX_CONTENT_BYTES",

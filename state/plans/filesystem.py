@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
-from state.plans.model import (
+from replan.state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
+from replan.state.plans.model import (
     InvalidPlan,
     Plan,
     PlanCorrupt,
@@ -25,7 +25,7 @@ from state.plans.model import (
     PlanUpdate,
     validate_name,
 )
-from state.plans.storage import apply_update, decode_plan, make_listing, may_delete
+from replan.state.plans.storage import apply_update, decode_plan, make_listing, may_delete
 
 PLANS_DIR_ENV = "REPLAN_PLANS_DIR"
 PLAN_SUFFIX = ".json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from state.plans.model import Plan, PlanListing, PlanUpdate, validate_name
-from state.plans.storage import apply_update, make_listing, may_delete
+from replan.state.plans.model import Plan, PlanListing, PlanUpdate, validate_name
+from replan.state.plans.storage import apply_update, make_listing, may_delete
 
 
 class InMemoryPlanStorage:

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from state.fileio import PRIVATE_FILE_MODE, ensure_private_dir
-from state.plans.model import (
+from replan.state.fileio import PRIVATE_FILE_MODE, ensure_private_dir
+from replan.state.plans.model import (
     Plan,
     PlanError,
     PlanListing,
@@ -23,7 +23,7 @@ from state.plans.model import (
     PlanUpdate,
     validate_name,
 )
-from state.plans.storage import apply_update, decode_plan, make_listing, may_delete
+from replan.state.plans.storage import apply_update, decode_plan, make_listing, may_delete
 
 _COLUMNS = tuple(Plan.model_fields)
 _SCHEMA = f"""

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
-from state.plans.model import (
+from replan.state.plans.model import (
     InvalidPlan,
     Plan,
     PlanConflict,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from state.fileio import PRIVATE_FILE_MODE, atomic_write_text
+from replan.state.fileio import PRIVATE_FILE_MODE, atomic_write_text
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 

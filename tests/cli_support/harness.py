@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from graphs.cli import main
+from replan.graphs.cli import main
 from tests import plan_execute_script as script
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from state.plans import (
+from replan.state.plans import (
     FilesystemPlanStorage,
     InMemoryPlanStorage,
     PlanStorage,

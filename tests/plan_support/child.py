@@ -21,7 +21,7 @@ if __name__ == "__main__":
     sys.modules["state"] = types.ModuleType("state")
     sys.modules["state"].__path__ = [str(ROOT / "state")]
 
-from state.plans import PlanConflict, PlanUpdate  # noqa: E402
+from replan.state.plans import PlanConflict, PlanUpdate  # noqa: E402
 from tests.plan_support.backends import open_storage  # noqa: E402
 
 CRASH_PLANS = ("p0", "p1")

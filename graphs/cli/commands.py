@@ -39,12 +39,18 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from graphs.context import Context
-from graphs.errors import ModelUnavailableError, ReplanError
-from graphs.persistence import DEFAULT_DB, open_checkpointer, stored_thread_ids
-from graphs.plan_execute import build_plan_execute_graph
-from graphs.progress import ProgressPrinter, describe_run, is_finished, run_line, run_status
-from state.plan_execute import format_plan
+from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer, stored_thread_ids
+from replan.graphs.cli.progress import (
+    ProgressPrinter,
+    describe_run,
+    is_finished,
+    run_line,
+    run_status,
+)
+from replan.graphs.context import Context
+from replan.graphs.errors import ModelUnavailableError, ReplanError
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.state import format_plan
 
 
 class ExitCode(IntEnum):
@@ -67,10 +73,19 @@ class CliError(Exception):
         self.code = code
 
 
-STORED_OPTIONS = ("approve_plan", "max_iterations", "executor_max_steps")
-"""Options a run keeps in its checkpoint metadata, so `resume` continues it the same way."""
-METADATA_PREFIX = "replan_"
-CONTEXT_OPTIONS = ("model", "base_url", "temperature", "max_retries", "timeout")
+SETTINGS_KEY = "replan_settings"
+"""Checkpoint metadata key holding the run's `Context` settings, so `resume` continues it the
+same way (same model, endpoint and bounds) unless options given now override them."""
+CONTEXT_OPTIONS = (
+    "model",
+    "base_url",
+    "temperature",
+    "max_retries",
+    "timeout",
+    "approve_plan",
+    "max_iterations",
+    "executor_max_steps",
+)
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
@@ -86,32 +101,22 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _config(args: argparse.Namespace, options: dict[str, Any]) -> RunnableConfig:
-    metadata = {METADATA_PREFIX + key: value for key, value in options.items()}
+def _config(args: argparse.Namespace, context: Context | None = None) -> RunnableConfig:
+    metadata = {} if context is None else {SETTINGS_KEY: context.settings()}
     return {"configurable": {"thread_id": args.thread_id}, "metadata": metadata}
 
 
-def _options(args: argparse.Namespace, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Graph options: those given now, else those the run started with."""
-    options = {
-        key: metadata[METADATA_PREFIX + key]
-        for key in STORED_OPTIONS
-        if METADATA_PREFIX + key in metadata
-    }
-    options.update({k: v for k in STORED_OPTIONS if (v := getattr(args, k, None)) is not None})
-    return options
+def _context(args: argparse.Namespace, metadata: dict[str, Any]) -> Context:
+    """The run's settings: options given now, else those the run started with."""
+    settings = dict(metadata.get(SETTINGS_KEY) or {})
+    settings.update(
+        {key: value for key in CONTEXT_OPTIONS if (value := getattr(args, key, None)) is not None}
+    )
+    return Context(**settings)
 
 
-def _context(args: argparse.Namespace, options: dict[str, Any]) -> Context:
-    given = {key: value for key in CONTEXT_OPTIONS if (value := getattr(args, key)) is not None}
-    return Context(**given, approve_plan=bool(options.get("approve_plan")))
-
-
-def _graph(
-    saver: AsyncSqliteSaver, options: dict[str, Any]
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    sizes = {k: v for k, v in options.items() if k != "approve_plan"}
-    return build_plan_execute_graph(checkpointer=saver, **sizes)
+def _graph(saver: AsyncSqliteSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return build_plan_execute_graph(checkpointer=saver)
 
 
 def _ask(question: str) -> str:
@@ -197,17 +202,15 @@ async def _guarded(run: Awaitable[ExitCode], args: argparse.Namespace) -> ExitCo
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
     """Start a new run of OBJECTIVE on a fresh (or given, unused) thread id."""
     async with open_checkpointer(args.db) as saver:
-        if await saver.aget_tuple(_config(args, {})) is not None:
+        if await saver.aget_tuple(_config(args)) is not None:
             raise CliError(
                 ExitCode.USAGE,
                 f"thread {args.thread_id} already exists; continue it with: {_resume_hint(args)}",
             )
-        options = _options(args, {})
+        context = _context(args, {})
         _say(f"Thread {args.thread_id} (resume with: {_resume_hint(args)})")
         payload = {"messages": [HumanMessage(args.objective)]}
-        run = _drive(
-            _graph(saver, options), payload, _config(args, options), _context(args, options), args
-        )
+        run = _drive(_graph(saver), payload, _config(args, context), context, args)
         return await _guarded(run, args)
 
 
@@ -218,7 +221,7 @@ def _require_db(args: argparse.Namespace) -> None:
 
 async def _stored(saver: AsyncSqliteSaver, args: argparse.Namespace) -> dict[str, Any]:
     """The checkpoint metadata of the thread; CliError when the thread is unknown."""
-    stored = await saver.aget_tuple(_config(args, {}))
+    stored = await saver.aget_tuple(_config(args))
     if stored is None:
         raise CliError(ExitCode.NO_SUCH_RUN, f"no run with thread id {args.thread_id} in {args.db}")
     return dict(stored.metadata)
@@ -228,9 +231,9 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
     """Continue a stopped run from its last checkpoint (answering a pending plan review)."""
     _require_db(args)
     async with open_checkpointer(args.db) as saver:
-        options = _options(args, await _stored(saver, args))
-        graph = _graph(saver, options)
-        config = _config(args, options)
+        context = _context(args, await _stored(saver, args))
+        graph = _graph(saver)
+        config = _config(args, context)
         snapshot = await graph.aget_state(config)
         review = _review_from_flags(args)
         if is_finished(snapshot):
@@ -243,7 +246,7 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
             )
         _say(f"Resuming thread {args.thread_id} ({run_status(snapshot)})")
         payload: Command[Any] | None = None if review is None else Command(resume=review)
-        return await _guarded(_drive(graph, payload, config, _context(args, options), args), args)
+        return await _guarded(_drive(graph, payload, config, context, args), args)
 
 
 async def cmd_show(args: argparse.Namespace) -> ExitCode:
@@ -251,7 +254,7 @@ async def cmd_show(args: argparse.Namespace) -> ExitCode:
     _require_db(args)
     async with open_checkpointer(args.db) as saver:
         await _stored(saver, args)
-        snapshot = await _graph(saver, {}).aget_state(_config(args, {}))
+        snapshot = await _graph(saver).aget_state(_config(args))
         print(describe_run(args.thread_id, snapshot))
     return ExitCode.OK
 
@@ -260,7 +263,7 @@ async def cmd_threads(args: argparse.Namespace) -> ExitCode:
     """List the runs stored in the database, most recent first."""
     _require_db(args)
     async with open_checkpointer(args.db) as saver:
-        graph = _graph(saver, {})
+        graph = _graph(saver)
         for thread_id in await stored_thread_ids(saver):
             config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
             print(run_line(thread_id, await graph.aget_state(config)))

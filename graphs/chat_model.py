@@ -1,8 +1,7 @@
 """The chat model the graph uses: built at run time from the `Context`, called with clear errors.
 
-Nodes are written once, as generators of `Call`s (a runnable and its input: a model turn, the
-executor's inner graph), and `dual_node` drives them with `invoke` in sync runs and `ainvoke`
-in async runs, so `graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
+Only model calls go through `model_errors`: a failure of the user's own tools inside the
+executor is never mistaken for an unavailable model.
 """
 
 from __future__ import annotations
@@ -10,43 +9,19 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
 
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
-from langgraph._internal._runnable import RunnableCallable
-from langgraph.runtime import Runtime
 from pydantic import SecretStr
 
-from graphs.context import Context
-from graphs.errors import ModelUnavailableError
-
-T = TypeVar("T")
-S = TypeVar("S")
-
-
-@dataclass(frozen=True)
-class Call:
-    """A runnable a node's steps want invoked with `input`; the driver picks sync or async."""
-
-    runnable: Runnable[Any, Any]
-    input: Any
-
-
-Steps = Generator[Call, Any, T]
-"""A node's logic: yields `Call`s, is sent each call's result, returns the node's result."""
-
-
-@dataclass(frozen=True)
-class _Finished(Generic[T]):
-    value: T
-
+from replan.graphs.context import Context
+from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.steps import Call, Steps
 
 _ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, openai.DefaultAsyncHttpxClient
@@ -98,14 +73,14 @@ def ask_model(
     model: Runnable[LanguageModelInput, BaseMessage], messages: Sequence[BaseMessage]
 ) -> Steps[AIMessage]:
     """One model turn over `messages` (its tokens stream in `stream_mode="messages"`)."""
-    reply = yield Call(model, list(messages))
+    reply = yield Call(model, list(messages), guard=model_errors)
     if not isinstance(reply, AIMessage):
         raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
     return reply
 
 
 @contextmanager
-def _model_errors() -> Iterator[None]:
+def model_errors() -> Iterator[None]:
     """Turn failures that survive the client's own retries (unreachable server, refused key,
     HTTP errors such as a lasting 429 or 5xx) into a `ModelUnavailableError` with a one-line
     reason."""
@@ -121,43 +96,3 @@ def _model_errors() -> Iterator[None]:
         raise ModelUnavailableError(
             f"the model server answered HTTP {exc.status_code}: {detail}"
         ) from exc
-
-
-def _send(steps: Steps[T], result: Any) -> Call | _Finished[T]:
-    """Resume `steps` with `result`: the next call it wants, or its return value."""
-    try:
-        return steps.send(result)
-    except StopIteration as stop:
-        return _Finished(stop.value)
-
-
-def drive(steps: Steps[T]) -> T:
-    """Run `steps` to the end, invoking each call synchronously."""
-    step = _send(steps, None)
-    while isinstance(step, Call):
-        with _model_errors():
-            result = step.runnable.invoke(step.input)
-        step = _send(steps, result)
-    return step.value
-
-
-async def adrive(steps: Steps[T]) -> T:
-    """Run `steps` to the end, awaiting each call."""
-    step = _send(steps, None)
-    while isinstance(step, Call):
-        with _model_errors():
-            result = await step.runnable.ainvoke(step.input)
-        step = _send(steps, result)
-    return step.value
-
-
-def dual_node(steps: Callable[[S, Runtime[Context]], Steps[T]]) -> RunnableCallable:
-    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`)."""
-
-    def run(state: S, runtime: Runtime[Context]) -> T:
-        return drive(steps(state, runtime))
-
-    async def arun(state: S, runtime: Runtime[Context]) -> T:
-        return await adrive(steps(state, runtime))
-
-    return RunnableCallable(run, arun, name=steps.__name__)

@@ -1,4 +1,4 @@
-"""The executor: carries out one plan step in a bounded tool-calling loop.
+"""The executor node: carries out one plan step in a bounded tool-calling loop.
 
 The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …) over its own
 `messages` and `tasks_context`, so the task tools see the state they need and parallel tool
@@ -15,17 +15,25 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
-from graphs.context import Context
-from graphs.model import Steps, ask_model, dual_node, resolve_model
-from graphs.prompts import Prompts
-from state.plan_execute import ExecutorState
+from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.context import MAX_BOUND, Bounds, Context
+from replan.graphs.prompts import Prompts
+from replan.graphs.state import ExecutorState, PlanExecuteState, briefing
+from replan.graphs.steps import Call, Steps, dual_node
+from replan.state.tasks import TaskContext
 
 PROGRESS_RESULTS = 3
 PROGRESS_CHARS = 500
@@ -53,22 +61,40 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-class ExecutorLoop:
-    """Builds the executor's inner graph and reads a step result from its final messages."""
+class Executor:
+    """The `executor` node and the inner tool loop it runs for each step."""
 
     def __init__(
         self,
         model: BaseChatModel | None,
         tools: Sequence[BaseTool],
         prompts: Prompts,
-        max_steps: int,
+        bounds: Bounds,
     ) -> None:
-        if max_steps < 1:
-            raise ValueError("executor_max_steps must be at least 1")
         self.model = model
         self.tools = list(tools)
         self.prompts = prompts
-        self.max_steps = max_steps
+        self.bounds = bounds
+        self.loop = self.compile()
+
+    def executor(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        """Carry out `plan[0]` with the tools; record its result and drop it from the plan.
+
+        The inner loop inherits the run's context (and its sync or async mode).
+        """
+        plan = state["plan"]
+        brief = self.prompts.executor_task.format(**briefing(state), step=plan[0])
+        tasks = state.get("tasks_context") or TaskContext()
+        done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
+        max_steps = self.bounds.for_run(runtime.context).executor_max_steps
+        return {
+            "plan": plan[1:],
+            "executed_steps": [
+                {"step": plan[0], "result": self.step_result(done["messages"], max_steps)}
+            ],
+            "tasks_context": done["tasks_context"],
+            "iterations": state.get("iterations", 0) + 1,
+        }
 
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
@@ -81,18 +107,21 @@ class ExecutorLoop:
             "model_calls": state.get("model_calls", 0) + 1,
         }
 
-    def route(self, state: ExecutorState) -> Literal["tools", "act", "__end__"]:
+    def route(
+        self, state: ExecutorState, runtime: Runtime[Context]
+    ) -> Literal["tools", "act", "__end__"]:
         """Run the requested tools (or ask again after malformed calls), unless the model is
         done or the budget is spent."""
         reply = last_reply(state["messages"])
-        if reply is None or state["model_calls"] >= self.max_steps:
+        max_steps = self.bounds.for_run(runtime.context).executor_max_steps
+        if reply is None or state["model_calls"] >= max_steps:
             return "__end__"
         if reply.tool_calls:
             return "tools"
         return "act" if reply.invalid_tool_calls else "__end__"
 
     def compile(self) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """The compiled inner loop, with a recursion limit that fits `max_steps`."""
+        """The compiled inner loop, with a recursion limit that fits the largest step budget."""
         builder = StateGraph(ExecutorState, context_schema=Context)
         builder.add_node("act", dual_node(self.act))
         builder.add_node("tools", ToolNode(self.tools))
@@ -100,9 +129,9 @@ class ExecutorLoop:
         builder.add_conditional_edges("act", self.route)
         builder.add_edge("tools", "act")
         compiled = builder.compile(name="executor")
-        return compiled.with_config(recursion_limit=2 * self.max_steps + 5)
+        return compiled.with_config(recursion_limit=2 * MAX_BOUND + 5)
 
-    def step_result(self, messages: Sequence[AnyMessage]) -> str:
+    def step_result(self, messages: Sequence[AnyMessage], max_steps: int) -> str:
         """The model's final answer, or an UNFINISHED note when the budget ran out."""
         reply = last_reply(messages)
         if reply is not None and not (reply.tool_calls or reply.invalid_tool_calls):
@@ -110,5 +139,5 @@ class ExecutorLoop:
         results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
         progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
         return self.prompts.step_unfinished.format(
-            max_steps=self.max_steps, progress=progress or "(no tool results)"
+            max_steps=max_steps, progress=progress or "(no tool results)"
         )

@@ -8,7 +8,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from state.tasks import TaskContext
+from replan.state.tasks import TaskContext
 
 
 def as_task_context(value: Any) -> TaskContext:

@@ -16,7 +16,7 @@ import aiosqlite
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from state import TaskContext
+from replan.state import TaskContext
 
 DEFAULT_DB = "replan.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0

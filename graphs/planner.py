@@ -1,4 +1,4 @@
-"""Forced decisions: make the model answer by calling one of a few schema tools, or fail clearly.
+"""The planner and replanner nodes, and the forced decisions they ask the model for.
 
 The planner and the replanner do not run tools; they read the model's choice of `plan` (with
 `steps`) or `respond` (with `response`). A reply without a tool call, with a tool that was not
@@ -14,16 +14,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, ValidationError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from graphs.errors import PlanExecuteError
-from graphs.model import Steps, ask_model
-from graphs.prompts import Prompts
-from state.plan_execute import PlanArgs, RespondArgs
-from tools.arguments import validation_problems
+from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.context import Bounds, Context
+from replan.graphs.errors import PlanExecuteError
+from replan.graphs.prompts import Prompts
+from replan.graphs.state import PlanExecuteState, briefing, format_plan
+from replan.graphs.steps import Steps
+from replan.tools.arguments import validation_problems
 
 SENT_PREVIEW_CHARS = 300
+
+
+class PlanArgs(BaseModel):
+    """Arguments of the `plan` decision: a non-empty list of non-blank steps."""
+
+    steps: list[str] = Field(min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _no_blank_steps(cls, steps: list[str]) -> list[str]:
+        cleaned = [step.strip() for step in steps]
+        if not all(cleaned):
+            raise ValueError("a step must not be blank")
+        return cleaned
+
+
+class RespondArgs(BaseModel):
+    """Arguments of the `respond` decision: the final answer."""
+
+    response: str = Field(min_length=1)
 
 
 @dataclass(frozen=True)
@@ -125,3 +149,63 @@ def decide(
     raise PlanExecuteError(
         node, f"{mistake.problem}, still after {retries + 1} attempts", mistake.sent
     )
+
+
+class Planner:
+    """The `planner` and `replanner` nodes, sharing the model, the tool list and the prompts."""
+
+    def __init__(
+        self,
+        model: BaseChatModel | None,
+        tools: Sequence[BaseTool],
+        prompts: Prompts,
+        bounds: Bounds,
+    ) -> None:
+        self.model = model
+        self.tools = list(tools)
+        self.prompts = prompts
+        self.bounds = bounds
+
+    def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
+        tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
+        system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
+        args = yield from decide(
+            resolve_model(self.model, runtime.context),
+            [system, *state["messages"]],
+            [plan_tool(self.prompts)],
+            node="planner",
+            prompts=self.prompts,
+            retries=self.bounds.for_run(runtime.context).mistake_retries,
+        )
+        assert isinstance(args, PlanArgs)
+        return {"plan": args.steps, "response": "", "iterations": 0}
+
+    def replanner(
+        self, state: PlanExecuteState, runtime: Runtime[Context]
+    ) -> Steps[dict[str, Any]]:
+        """Respond, or plan the remaining steps; past `max_iterations`, end with a plain report."""
+        bounds = self.bounds.for_run(runtime.context)
+        brief = briefing(state)
+        args = yield from decide(
+            resolve_model(self.model, runtime.context),
+            [
+                SystemMessage(self.prompts.replanner),
+                HumanMessage(self.prompts.replanner_task.format(**brief)),
+            ],
+            [plan_tool(self.prompts), respond_tool(self.prompts)],
+            node="replanner",
+            prompts=self.prompts,
+            retries=bounds.mistake_retries,
+        )
+        if isinstance(args, RespondArgs):
+            return {"response": args.response}
+        assert isinstance(args, PlanArgs)
+        if state.get("iterations", 0) < bounds.max_iterations:
+            return {"plan": args.steps}
+        report = self.prompts.not_finished.format(
+            max_iterations=bounds.max_iterations,
+            executed_steps=brief["executed_steps"],
+            plan=format_plan(args.steps),
+        )
+        return {"plan": args.steps, "response": report}

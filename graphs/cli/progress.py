@@ -11,8 +11,8 @@ from typing import Any, TextIO
 
 from langgraph.types import StateSnapshot
 
-from state import TaskContext, format_task_list
-from state.plan_execute import format_executed_steps, format_plan, objective_text
+from replan.graphs.state import format_executed_steps, format_plan, objective_text
+from replan.state import TaskContext, format_task_list
 
 RESULT_CHARS = 160
 SNIPPET_CHARS = 60

@@ -1,0 +1,84 @@
+"""State schemas of the plan–execute–replan graph, and the views of it that prompts show.
+
+The graph keeps the user's `messages`, the `plan` (steps still to do; the executor runs
+`plan[0]`), the `executed_steps` with their results, the final `response`, the shared task list
+(`tasks_context`) and how many execute→replan rounds ran (`iterations`).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated
+
+from langchain_core.messages import AnyMessage, HumanMessage
+from langgraph.graph import add_messages
+from typing_extensions import TypedDict
+
+from replan.state.task_views import format_task_list
+from replan.state.tasks import TaskContext
+from replan.tools.task_state import TasksState, keep_last_task_context
+
+
+class ExecutedStep(TypedDict):
+    """One carried-out step and the executor's report on it."""
+
+    step: str
+    result: str
+
+
+class PlanExecuteInput(TypedDict):
+    """What a caller gives the graph: the conversation holding the objective."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class PlanExecuteOutput(TypedDict, total=False):
+    """What the graph returns: the answer, the steps left and the steps done."""
+
+    response: str
+    plan: list[str]
+    executed_steps: list[ExecutedStep]
+
+
+class PlanExecuteState(PlanExecuteInput, total=False):
+    """The full state of the plan–execute graph."""
+
+    plan: list[str]
+    executed_steps: Annotated[list[ExecutedStep], operator.add]
+    response: str
+    tasks_context: Annotated[TaskContext, keep_last_task_context]
+    iterations: int
+
+
+class ExecutorState(TasksState, total=False):
+    """State of the executor's inner tool loop; `model_calls` counts its model turns."""
+
+    model_calls: int
+
+
+def objective_text(messages: list[AnyMessage]) -> str:
+    """The objective: the text of the user's messages, in order."""
+    return "\n\n".join(m.text for m in messages if isinstance(m, HumanMessage))
+
+
+def format_plan(steps: list[str]) -> str:
+    """A numbered list of steps, or "(none)"."""
+    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1)) or "(none)"
+
+
+def format_executed_steps(steps: list[ExecutedStep]) -> str:
+    """Each executed step with its result, numbered, or "(none yet)"."""
+    blocks = (
+        f"{i}. {done['step']}\n   Result: {done['result']}" for i, done in enumerate(steps, 1)
+    )
+    return "\n".join(blocks) or "(none yet)"
+
+
+def briefing(state: PlanExecuteState) -> dict[str, str]:
+    """The progress so far, as the prompt placeholders name it."""
+    return {
+        "objective": objective_text(state["messages"]),
+        "plan": format_plan(state.get("plan", [])),
+        "executed_steps": format_executed_steps(state.get("executed_steps", [])),
+        "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
+    }

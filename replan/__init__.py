@@ -1,0 +1,57 @@
+"""replan: a plan–execute–replan agent, task tools and shared plan documents for LangGraph.
+
+The layers are `replan.state` (typed data and pure operations), `replan.tools` (LangChain tools)
+and `replan.graphs` (the graph, its prompts, runtime `Context` and the CLI). The names most users
+need are importable from here; each is loaded on first use, so `import replan.state` stays free
+of LangGraph.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from replan.graphs.cli.persistence import checkpoint_serializer
+    from replan.graphs.context import Context
+    from replan.graphs.plan_execute import build_plan_execute_graph
+    from replan.state.task_store import FileTaskStore
+    from replan.state.tasks import TaskContext
+    from replan.tools.plan_tools import plan_tools
+    from replan.tools.task_state import TasksState
+    from replan.tools.task_tools import task_tools
+
+_SURFACE = {
+    "Context": "replan.graphs.context",
+    "FileTaskStore": "replan.state.task_store",
+    "TaskContext": "replan.state.tasks",
+    "TasksState": "replan.tools.task_state",
+    "build_plan_execute_graph": "replan.graphs.plan_execute",
+    "checkpoint_serializer": "replan.graphs.cli.persistence",
+    "plan_tools": "replan.tools.plan_tools",
+    "task_tools": "replan.tools.task_tools",
+}
+
+__all__ = [
+    "Context",
+    "FileTaskStore",
+    "TaskContext",
+    "TasksState",
+    "build_plan_execute_graph",
+    "checkpoint_serializer",
+    "plan_tools",
+    "task_tools",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a surface name from its module on first access."""
+    if name not in _SURFACE:
+        raise AttributeError(f"module 'replan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SURFACE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SURFACE])

@@ -1,0 +1,82 @@
+"""The distribution installs one `replan` namespace, and users' own modules cannot shadow it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("graphs", "tools", "state")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from the working tree, offline, with the installed setuptools."""
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("replan-*.whl")
+    return built
+
+
+def test_the_wheel_installs_only_the_replan_namespace(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top == {"replan"}
+    for layer in LAYERS:
+        assert f"replan/{layer}/__init__.py" in names
+    assert "replan/graphs/cli/commands.py" in names
+    assert "replan/state/plans/storage.py" in names
+
+
+def test_the_wheel_works_from_a_plain_install(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    script = (
+        "import replan, replan.graphs.plan_execute as pe;"
+        "print(replan.build_plan_execute_graph is pe.build_plan_execute_graph,"
+        f" replan.__file__.startswith({str(target)!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(target), "PATH": ""},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_users_own_tools_and_state_modules_do_not_shadow_replan(tmp_path: Path) -> None:
+    for name in ("tools", "state", "graphs"):
+        (tmp_path / f"{name}.py").write_text("raise RuntimeError('the user module was imported')\n")
+    (tmp_path / "app.py").write_text(
+        "from replan.tools import task_tools\n"
+        "from replan.state import TaskContext\n"
+        "from replan.graphs.plan_execute import build_plan_execute_graph\n"
+        "print(len(task_tools()), type(TaskContext()).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "app.py"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["4", "TaskContext"]
+
+
+def test_the_state_layer_imports_without_langgraph() -> None:
+    code = (
+        "import sys, replan.state, replan.state.plans;"
+        "print(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('langgraph', 'langchain_core')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
