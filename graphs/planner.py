@@ -179,7 +179,7 @@ class Planner:
             retries=self.bounds.for_run(runtime.context).mistake_retries,
         )
         assert isinstance(args, PlanArgs)
-        return {"plan": args.steps, "response": "", "iterations": 0}
+        return {"plan": args.steps, "response": "", "stop_reason": "", "iterations": 0}
 
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
@@ -208,4 +208,4 @@ class Planner:
             executed_steps=brief["executed_steps"],
             plan=format_plan(args.steps),
         )
-        return {"plan": args.steps, "response": report}
+        return {"plan": args.steps, "response": report, "stop_reason": "max_iterations"}

@@ -8,7 +8,7 @@ The graph keeps the user's `messages`, the `plan` (steps still to do; the execut
 from __future__ import annotations
 
 import operator
-from typing import Annotated
+from typing import Annotated, Literal
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph import add_messages
@@ -32,12 +32,18 @@ class PlanExecuteInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
+StopReason = Literal["", "max_iterations"]
+"""Why a run ended without meeting its objective; "" when it did (or was rejected at review)."""
+
+
 class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left and the steps done."""
+    """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
+    when the run ended without meeting the objective."""
 
     response: str
     plan: list[str]
     executed_steps: list[ExecutedStep]
+    stop_reason: StopReason
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
@@ -46,6 +52,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     plan: list[str]
     executed_steps: Annotated[list[ExecutedStep], operator.add]
     response: str
+    stop_reason: StopReason
     tasks_context: Annotated[TaskContext, keep_last_task_context]
     iterations: int
 

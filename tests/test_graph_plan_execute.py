@@ -41,6 +41,7 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
             {"step": "find the numbers", "result": "found 2 and 3"},
             {"step": "add them", "result": "2 + 3 = 5"},
         ],
+        "stop_reason": "",
     }
     first, second = model.requests_of("executor")
     assert "Add the two numbers" in first.prompt and "find the numbers" in first.prompt
@@ -92,6 +93,7 @@ def test_max_iterations_ends_with_a_plain_not_finished_response(mode: Mode) -> N
 
     assert len(model.requests_of("executor")) == 2
     assert result["plan"] == ["step three"]
+    assert result["stop_reason"] == "max_iterations"
     response = result["response"]
     assert "not finished" in response and "2" in response
     assert "step one" in response and "did one" in response and "did two" in response
