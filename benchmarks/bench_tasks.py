@@ -7,8 +7,9 @@ many tasks with a chain of dependencies through all of them (the worst case for 
 check). The last column block divides by the smallest size: linear growth shows as the ratio
 of the sizes. `--file-store` adds the folder-backed store (dominated by reading every file).
 `--turns` times one model turn of k parallel TaskCreate calls through LangGraph's ToolNode:
-each call replays the ones before it, so a turn costs O(k^2) task operations (plus one copy of
-the list per call); the table shows what that means in practice.
+each call replays the ones before it, so a turn costs O(k^2) task operations (plus two copies of
+the list per call: the call's own, and the reducer's when it applies the call's change); the
+table shows what that means in practice.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
-from replan.tools.task_state import TasksState, keep_last_task_context
+from replan.tools.task_state import TasksState, update_task_context
 
 
 class ExecutedStep(TypedDict):
@@ -53,7 +53,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     executed_steps: Annotated[list[ExecutedStep], operator.add]
     response: str
     stop_reason: StopReason
-    tasks_context: Annotated[TaskContext, keep_last_task_context]
+    tasks_context: Annotated[TaskContext, update_task_context]
     iterations: int
 
 

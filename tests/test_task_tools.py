@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph, add_messages
+from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from typing_extensions import TypedDict
 
 from replan.state import TaskContext
-from replan.tools import TasksState, task_tools
+from replan.tools import ReactTasksState, TasksState, task_tools
 from replan.tools.task_descriptions import TOOL_DESCRIPTIONS
+from replan.tools.task_state import update_task_context
+from replan.tools.task_tools import TaskCallChange, TasksStateMissingError
+from tests.fake_models import FakeChatModel
 
 
 def call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
@@ -167,17 +174,20 @@ def test_completing_everything_clears_the_list_unless_turned_off() -> None:
 
 
 def test_tool_called_directly_with_injected_state() -> None:
+    """Called by hand, a tool answers with a Command: the reply, and its change to the list."""
     create_tool = task_tools()[0]
-    message = create_tool.invoke(
-        {
-            "type": "tool_call",
-            "name": "TaskCreate",
-            "id": "direct",
-            "args": {"subject": "Solo", "description": "d", "state": {"messages": []}},
-        }
+    seeded = TaskContext()
+    seeded.create("Existing", "")
+    state = {"messages": [], "tasks_context": seeded}
+    command = create_tool.invoke(
+        call("TaskCreate", "direct", subject="Solo", description="d", state=state)
     )
-    assert message.update["messages"][0].content == "Task #1 created successfully: Solo"
-    assert message.update["tasks_context"].get("1").subject == "Solo"
+    assert command.update["messages"][0].content == "Task #2 created successfully: Solo"
+    change = command.update["tasks_context"]
+    assert isinstance(change, TaskCallChange)
+    after = change.apply_to(seeded)
+    assert [(t.id, t.subject) for t in after.sorted_tasks()] == [("1", "Existing"), ("2", "Solo")]
+    assert [t.id for t in seeded.tasks] == ["1"]  # applying leaves the given list alone
 
 
 def test_state_given_as_an_object_with_attributes() -> None:
@@ -188,7 +198,7 @@ def test_state_given_as_an_object_with_attributes() -> None:
     command = task_tools()[0].invoke(
         call("TaskCreate", "o", subject="Obj", description="d", state=PydanticLikeState())
     )
-    assert command.update["tasks_context"].get("1").subject == "Obj"
+    assert command.update["tasks_context"].apply_to(TaskContext()).get("1").subject == "Obj"
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -208,3 +218,87 @@ def test_english_is_the_default_and_unknown_languages_are_refused() -> None:
     assert task_tools()[0].description == TOOL_DESCRIPTIONS["en"]["TaskCreate"]
     with pytest.raises(ValueError, match="en, zh"):
         task_tools(language="fr")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["TaskCreate", "TaskList"])
+def test_a_graph_without_a_tasks_channel_fails_loudly_instead_of_dropping_changes(
+    name: str,
+) -> None:
+    """LangGraph ignores updates to channels a state does not have: refuse to run there."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode(task_tools()))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    args = {"subject": "Lost", "description": ""} if name == "TaskCreate" else {}
+    turn = AIMessage("", tool_calls=[call(name, "c1", **args)])
+    with pytest.raises(TasksStateMissingError) as refused:
+        builder.compile().invoke({"messages": [turn]})
+    message = str(refused.value)
+    assert message.startswith(f"{name} cannot keep tasks here")
+    for fix in ("replan.TasksState", "TaskToolsMiddleware", "FileTaskStore"):
+        assert fix in message
+
+
+def test_a_tasks_channel_declared_without_the_reducer_is_refused_too() -> None:
+    class PlainState(TypedDict):
+        messages: Annotated[list[AnyMessage], add_messages]
+        tasks_context: TaskContext  # no reducer: unset until written
+
+    builder = StateGraph(PlainState)
+    builder.add_node("tools", ToolNode(task_tools()))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    with pytest.raises(TasksStateMissingError, match="reducer"):
+        builder.compile().invoke({"messages": [AIMessage("", tool_calls=[create(1)])]})
+
+
+def test_create_react_agent_needs_the_react_state_and_works_with_it() -> None:
+    turn = AIMessage("", tool_calls=[create(1), create(2)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated for create_agent
+        bare = create_react_agent(FakeChatModel(executor=[turn]), task_tools())
+        agent = create_react_agent(
+            FakeChatModel(executor=[turn, AIMessage("done")]),
+            task_tools(),
+            state_schema=ReactTasksState,
+        )
+    with pytest.raises(TasksStateMissingError):
+        bare.invoke({"messages": [("user", "plan")]})
+    result = agent.invoke({"messages": [("user", "plan")]})
+    assert [t.subject for t in result["tasks_context"].sorted_tasks()] == ["Step 1", "Step 2"]
+
+
+def test_a_whole_list_written_to_the_channel_replaces_it_and_other_dicts_are_refused() -> None:
+    seeded = TaskContext()
+    seeded.create("Kept", "")
+    assert update_task_context(TaskContext(), seeded.model_dump()).get("1").subject == "Kept"
+    assert update_task_context(seeded, None).tasks == []
+    with pytest.raises(ValueError, match="checkpoint_serializer"):
+        update_task_context(seeded, {"name": "TaskCreate", "args": {}})
+
+
+def test_changes_a_tool_wrapper_makes_are_what_the_list_keeps() -> None:
+    """A ToolNode wrapper refuses the first call and edits the second: the list shows exactly
+    what ran, and the untouched third call keeps the ID its reply announced."""
+
+    def review(request: ToolCallRequest, execute: Callable[..., Any]) -> Any:
+        if request.tool_call["id"] == "create-1":
+            return ToolMessage("Refused by review.", tool_call_id="create-1", status="error")
+        if request.tool_call["id"] == "create-2":
+            edited = {**request.tool_call["args"], "subject": "Edited"}
+            return execute(request.override(tool_call={**request.tool_call, "args": edited}))
+        return execute(request)
+
+    builder = StateGraph(TasksState)
+    builder.add_node("tools", ToolNode(task_tools(), wrap_tool_call=review))
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    out = builder.compile().invoke(
+        {"messages": [AIMessage("", tool_calls=[create(1), create(2), create(3)])]}
+    )
+    replies = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert replies[2] == "Task #3 created successfully: Step 3"
+    assert [(t.id, t.subject) for t in out["tasks_context"].sorted_tasks()] == [
+        ("2", "Edited"),
+        ("3", "Step 3"),
+    ]

@@ -1,11 +1,17 @@
 """TaskCreate, TaskGet, TaskUpdate and TaskList: LangChain tools over a `TaskContext`.
 
 By default the tools are state-injected: they read `tasks_context` (and `messages`) from the
-graph state and send the new context back in a `Command`. LangGraph's `ToolNode` runs the calls
-of one model turn concurrently on the same state snapshot, so each call first replays the task
-calls that come before it in the same AI message; the call that finishes last therefore holds
-the effects of all of them, and the `tasks_context` reducer keeps the last write. The result is
-the same as running the calls one after another, in order.
+graph state and answer with a `Command`. LangGraph's `ToolNode` (also inside `create_agent`)
+runs the calls of one model turn concurrently on the same state snapshot, so each call first
+replays the task calls that come before it in the same AI message, to answer as if they had
+run (the IDs it reports are the ones the list will have). It writes only its own change
+(`TaskCallChange`); the `tasks_context` reducer applies the changes in call order. The list
+therefore ends as if the calls ran one after another, in order, with the arguments they really
+ran with, even when a middleware edited or refused an earlier call of the turn.
+
+A state without a `tasks_context` channel would silently drop those updates (LangGraph ignores
+writes to channels a graph does not have), so a call that finds no such key refuses to run and
+raises `TasksStateMissingError`, which names the fixes.
 
 Given a `FileTaskStore` instead, the tools read and write that folder under its lock and leave
 the graph state alone, so several agents or processes can share one list.
@@ -43,6 +49,22 @@ from replan.tools.task_state import as_task_context
 TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST = "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"
 TASK_TOOL_NAMES = (TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST)
 _READ_ONLY = frozenset({TASK_GET, TASK_LIST})
+TASKS_KEY = "tasks_context"
+
+
+class TasksStateMissingError(RuntimeError):
+    """The graph running a state-mode task tool has no `tasks_context` channel to keep tasks in."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(
+            f"{tool} cannot keep tasks here: the graph state it was given has no '{TASKS_KEY}' "
+            "(the graph has no such channel, or declares it without replan.TasksState's reducer), "
+            "so LangGraph would drop every change while the tool reported success. Fix one of: "
+            "build the graph on a state that extends replan.TasksState (replan.tools."
+            "ReactTasksState for create_react_agent); with langchain's create_agent, add "
+            "middleware=[replan.TaskToolsMiddleware()] instead of passing the tools; or keep the "
+            "list in a folder with task_tools(store=replan.FileTaskStore(path))."
+        )
 
 
 def _id_text(value: Any) -> Any:
@@ -133,6 +155,36 @@ def run_task_call(
     return format_update_result(result)
 
 
+class TaskCallChange(BaseModel):
+    """What one state-mode task call changes, written to `tasks_context` for its reducer.
+
+    Applying it re-runs the call on the list as it stands then; a TaskCreate keeps the ID its
+    reply announced. A call that no longer applies (it depended on an earlier call of the same
+    turn that a reviewer refused) changes nothing.
+    """
+
+    name: str
+    args: dict[str, Any]
+    clear_when_all_completed: bool = True
+    created_id: int | None = None
+
+    def apply_to(self, context: TaskContext) -> TaskContext:
+        """The list after this call; `context` itself is left as it was."""
+        changed = context.clone()
+        if self.created_id is not None:
+            changed.high_watermark = max(changed.high_watermark, self.created_id - 1)
+        try:
+            run_task_call(
+                changed,
+                self.name,
+                self.args,
+                clear_when_all_completed=self.clear_when_all_completed,
+            )
+        except (TaskError, ValidationError):
+            return context
+        return changed
+
+
 def task_tools(
     *,
     language: Language = "en",
@@ -169,7 +221,9 @@ def task_tools(
 
 def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[Any]]:
     def call(state: Any, tool_call_id: str, **args: Any) -> Command[Any]:
-        context = as_task_context(_state_value(state, "tasks_context")).clone()
+        if not _state_has(state, TASKS_KEY):
+            raise TasksStateMissingError(name)
+        context = as_task_context(_state_value(state, TASKS_KEY)).clone()
         for earlier in _earlier_task_calls(_state_value(state, "messages") or [], tool_call_id):
             try:
                 run_task_call(context, earlier["name"], earlier["args"], **settings)
@@ -183,7 +237,8 @@ def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[A
             "messages": [ToolMessage(reply, tool_call_id=tool_call_id, name=name)]
         }
         if name not in _READ_ONLY:
-            update["tasks_context"] = context
+            created = context.high_watermark if name == TASK_CREATE else None
+            update[TASKS_KEY] = TaskCallChange(name=name, args=args, created_id=created, **settings)
         return Command(update=update)
 
     return call
@@ -202,6 +257,12 @@ def _file_tool(name: str, store: FileTaskStore, settings: dict[str, bool]) -> Ca
             ) from error
 
     return call
+
+
+def _state_has(state: Any, key: str) -> bool:
+    """Whether graph state (a dict or an object) has `key`. A `tasks_context` channel declared
+    with its reducer always has it: the reducer's channel starts from an empty `TaskContext`."""
+    return key in state if isinstance(state, Mapping) else hasattr(state, key)
 
 
 def _state_value(state: Any, key: str) -> Any:

@@ -17,15 +17,17 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from replan.state import TaskContext
+from replan.tools.task_tools import TaskCallChange
 
 DEFAULT_DB = "replan.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
-CHECKPOINTED_TYPES = (TaskContext,)
-"""Non-LangChain types stored in plan–execute checkpoints, allowed back out explicitly."""
+CHECKPOINTED_TYPES = (TaskContext, TaskCallChange)
+"""Non-LangChain types stored in checkpoints (task lists, and task-call changes in the writes of
+an unfinished step), allowed back out explicitly."""
 
 
 def checkpoint_serializer() -> JsonPlusSerializer:
-    """A serializer for any saver of plan–execute checkpoints (`InMemorySaver(serde=...)`):
+    """A serializer for any saver of replan checkpoints (`InMemorySaver(serde=...)`):
     it lets `CHECKPOINTED_TYPES` back out without LangGraph's unregistered-type warning."""
     allowed = [(cls.__module__, cls.__name__) for cls in CHECKPOINTED_TYPES]
     return JsonPlusSerializer(allowed_msgpack_modules=allowed)
