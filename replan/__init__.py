@@ -3,7 +3,8 @@
 The layers are `replan.state` (typed data and pure operations), `replan.tools` (LangChain tools)
 and `replan.graphs` (the graph, its prompts, runtime `Context` and the CLI). The names most users
 need are importable from here; each is loaded on first use, so `import replan.state` stays free
-of LangGraph.
+of LangGraph and `import replan` works without the optional `langchain` package, which only
+`TaskToolsMiddleware` needs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from replan.state.task_store import FileTaskStore
     from replan.state.tasks import TaskContext
     from replan.tools.plan_tools import plan_tools
+    from replan.tools.task_middleware import TaskToolsMiddleware
     from replan.tools.task_state import TasksState
     from replan.tools.task_tools import task_tools
 
@@ -25,6 +27,7 @@ _SURFACE = {
     "Context": "replan.graphs.context",
     "FileTaskStore": "replan.state.task_store",
     "TaskContext": "replan.state.tasks",
+    "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",
     "build_plan_execute_graph": "replan.graphs.plan_execute",
     "checkpoint_serializer": "replan.graphs.cli.persistence",
@@ -36,6 +39,7 @@ __all__ = [
     "Context",
     "FileTaskStore",
     "TaskContext",
+    "TaskToolsMiddleware",
     "TasksState",
     "build_plan_execute_graph",
     "checkpoint_serializer",

@@ -5,7 +5,7 @@ Nothing in this package imports LangGraph; the graph state schemas live in `repl
 """
 
 from replan.state.task_store import FileTaskStore, TaskStoreCorruptError
-from replan.state.task_views import format_task_details, format_task_list
+from replan.state.task_views import format_task_details, format_task_list, format_task_overview
 from replan.state.tasks import (
     TASK_STATUSES,
     UPDATE_STATUSES,
@@ -31,5 +31,6 @@ __all__ = [
     "find_cycle",
     "format_task_details",
     "format_task_list",
+    "format_task_overview",
     "parse_task_id",
 ]

@@ -7,6 +7,10 @@ import json
 from replan.state.tasks import Task, TaskContext, TaskUpdateResult
 
 EMPTY_LIST_TEXT = "No tasks yet. Create some with TaskCreate when the work has several steps."
+OVERVIEW_LINE_CHARS = 200
+"""Longest task line `format_task_overview` shows; longer ones are cut with an ellipsis."""
+_STATUS_ORDER = ("in_progress", "pending", "completed")
+"""The order in which `format_task_overview` counts statuses and keeps tasks when not all fit."""
 
 
 def _ids(ids: list[str]) -> str:
@@ -30,6 +34,31 @@ def format_task_list(context: TaskContext) -> str:
         return EMPTY_LIST_TEXT
     unfinished = context.unfinished_ids()
     return "\n".join(format_task_line(task, context, unfinished) for task in context.sorted_tasks())
+
+
+def format_task_overview(context: TaskContext, max_tasks: int) -> str:
+    """A bounded view for a prompt: task counts, then at most `max_tasks` task lines.
+
+    When not all tasks fit, in-progress tasks are kept first, then pending ones, then completed
+    ones (each by ID), a last line says how many were left out, and lines stay in ID order.
+    Each line is cut at `OVERVIEW_LINE_CHARS`.
+    """
+    if not context.tasks:
+        return EMPTY_LIST_TEXT
+    by_status: dict[str, list[Task]] = {status: [] for status in _STATUS_ORDER}
+    for task in context.sorted_tasks():
+        by_status[task.status].append(task)
+    counts = ", ".join(f"{len(by_status[s])} {s.replace('_', ' ')}" for s in _STATUS_ORDER)
+    lines = [f"{len(context.tasks)} tasks: {counts}."]
+    shown = [task for status in _STATUS_ORDER for task in by_status[status]][: max(max_tasks, 0)]
+    unfinished = context.unfinished_ids()
+    for task in sorted(shown, key=lambda task: int(task.id)):
+        line = format_task_line(task, context, unfinished)
+        cut = OVERVIEW_LINE_CHARS - 1
+        lines.append(line if len(line) <= OVERVIEW_LINE_CHARS else line[:cut] + "…")
+    if len(shown) < len(context.tasks):
+        lines.append(f"({len(context.tasks) - len(shown)} more not shown: TaskList shows all.)")
+    return "\n".join(lines)
 
 
 def format_task_details(task: Task) -> str:

@@ -80,3 +80,51 @@ def test_the_state_layer_imports_without_langgraph() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+WITHOUT_LANGCHAIN = """
+import importlib.abc, sys
+
+class NoLangchain(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "langchain" or name.startswith("langchain."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoLangchain())
+
+import replan, replan.tools
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.tools import ReactTasksState, TasksState, plan_tools, task_tools
+
+build_plan_execute_graph()
+print(len(replan.task_tools()), len(plan_tools()), replan.TasksState is TasksState)
+try:
+    replan.TaskToolsMiddleware
+except ImportError as error:
+    print("refused:", error)
+print(sorted(m for m in sys.modules if m.split(".")[0] == "langchain"))
+"""
+
+
+def test_the_core_package_imports_without_the_optional_langchain() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGCHAIN], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    counts, refused, loaded = done.stdout.splitlines()
+    assert counts == "4 8 True"
+    assert (
+        refused
+        == 'refused: TaskToolsMiddleware needs the langchain package: pip install "replan[agents]"'
+    )
+    assert loaded == "[]"
+
+
+def test_the_middleware_is_part_of_the_lazy_surface() -> None:
+    import replan
+    import replan.tools
+    from replan.tools.task_middleware import TaskToolsMiddleware
+
+    assert replan.TaskToolsMiddleware is replan.tools.TaskToolsMiddleware is TaskToolsMiddleware
+    assert "TaskToolsMiddleware" in dir(replan) and "TaskToolsMiddleware" in replan.__all__

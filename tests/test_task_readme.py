@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.readme import README, python_blocks
-from tests.scripted_openai import ScriptedOpenAIServer, text, tool_calls
+from tests.scripted_openai import ScriptedOpenAIServer, text, tool_call, tool_calls
 
 
 def test_the_readme_agent_plans_with_parallel_task_calls(
@@ -49,3 +50,48 @@ def test_the_readme_shared_store_example(tmp_path: Path, monkeypatch: pytest.Mon
     create = namespace["shared_tools"][0]  # type: ignore[index]
     assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
     assert (tmp_path / "team-tasks" / "1.json").exists()
+
+
+def test_the_readme_create_agent_example_shows_the_list_in_state_and_prompt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = python_blocks("Task tools in LangChain agents")
+    creates = [
+        ("TaskCreate", {"subject": subject, "description": "release step"})
+        for subject in ("Run the test suite", "Write the changelog", "Tag the release")
+    ]
+    with ScriptedOpenAIServer() as server:
+        server.push(
+            tool_calls(creates),
+            tool_call("TaskUpdate", {"taskId": "1", "status": "in_progress"}),
+            text("The tests are running."),
+        )
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        exec(compile(example, f"{README}:create-agent", "exec"), {"__name__": "readme"})
+        requests = server.requests
+    listing = [
+        "#1 [in_progress] Run the test suite",
+        "#2 [pending] Write the changelog",
+        "#3 [pending] Tag the release",
+    ]
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == listing
+    assert out[3] == "## Task list" and out[-4:] == [
+        "3 tasks: 1 in progress, 2 pending, 0 completed.",
+        *listing,
+    ]
+    offered = {tool["function"]["name"] for tool in requests[0]["tools"]}
+    assert offered == {"TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
+    system = requests[-1]["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith("You prepare software releases.\n\n## Task list")
+    assert system["content"].endswith("\n".join(listing))
+
+
+def test_every_test_the_comparison_table_names_exists() -> None:
+    section = README.read_text(encoding="utf-8").split("## Task tools in LangChain agents")[1]
+    named = set(re.findall(r"`(test_\w+)`", section.split("\n## ")[0]))
+    source = (Path(__file__).parent / "test_task_middleware.py").read_text(encoding="utf-8")
+    defined = set(re.findall(r"^def (test_\w+)", source, re.M))
+    assert len(named) == 10 and named <= defined

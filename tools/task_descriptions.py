@@ -94,3 +94,17 @@ FIELD_DESCRIPTIONS: dict[Language, dict[str, str]] = {
         "owner": "负责该任务的智能体或人员名称。",
     },
 }
+
+TASK_LIST_PROMPT: dict[Language, str] = {
+    "en": (
+        "## Task list\n"
+        "Your task list as it stands now. It is kept here even when earlier messages are "
+        "trimmed or summarised; change it only with the task tools.\n\n{tasks}"
+    ),
+    "zh": (
+        "## 任务列表\n"
+        "以下是你当前的任务列表。即使较早的消息被裁剪或总结，它也会一直显示在这里；"
+        "只能通过任务工具修改它。\n\n{tasks}"
+    ),
+}
+"""The system-prompt section `TaskToolsMiddleware` adds before each model call."""
