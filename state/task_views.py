@@ -49,15 +49,16 @@ def format_task_overview(context: TaskContext, max_tasks: int) -> str:
     for task in context.sorted_tasks():
         by_status[task.status].append(task)
     counts = ", ".join(f"{len(by_status[s])} {s.replace('_', ' ')}" for s in _STATUS_ORDER)
-    lines = [f"{len(context.tasks)} tasks: {counts}."]
+    total = len(context.tasks)
+    lines = [f"{total} task{'' if total == 1 else 's'}: {counts}."]
     shown = [task for status in _STATUS_ORDER for task in by_status[status]][: max(max_tasks, 0)]
     unfinished = context.unfinished_ids()
     for task in sorted(shown, key=lambda task: int(task.id)):
         line = format_task_line(task, context, unfinished)
         cut = OVERVIEW_LINE_CHARS - 1
         lines.append(line if len(line) <= OVERVIEW_LINE_CHARS else line[:cut] + "…")
-    if len(shown) < len(context.tasks):
-        lines.append(f"({len(context.tasks) - len(shown)} more not shown: TaskList shows all.)")
+    if len(shown) < total:
+        lines.append(f"({total - len(shown)} more not shown: TaskList shows all.)")
     return "\n".join(lines)
 
 

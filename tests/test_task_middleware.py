@@ -124,7 +124,7 @@ def test_the_system_prompt_keeps_the_agents_own_text_and_adds_the_list() -> None
     prompt = system_text(model.requests[0])
     assert prompt.startswith("You manage releases.\n\n## Task list\n")
     assert prompt.endswith(
-        "1 tasks: 0 in progress, 1 pending, 0 completed.\n#1 [pending] Collect the changes"
+        "1 task: 0 in progress, 1 pending, 0 completed.\n#1 [pending] Collect the changes"
     )
 
 
