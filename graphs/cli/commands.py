@@ -1,6 +1,7 @@
 """The `replan` command line: run, resume and inspect persistent plan–execute runs.
 
-Commands (all take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
+Commands (all take `--db PATH_OR_URL`, default `$REPLAN_DB` or ./replan.sqlite; a
+`postgresql://` URL keeps the runs in PostgreSQL):
 
     replan run "OBJECTIVE" [--thread-id ID] [--approve-plan] [model options]
     replan resume --thread-id ID [--approve | --reject [REASON] | --edit-plan STEP ...]
@@ -15,6 +16,7 @@ Progress goes to stderr, the final answer to stdout. Exit codes:
     3  the model is unavailable (no API key, server unreachable or answering errors)
     4  the plan is waiting for approval and there is no terminal to ask on
     5  no such run (unknown database or thread id)
+    7  the database cannot be opened or reached (or PostgreSQL support is not installed)
     130 interrupted with Ctrl-C
 
 Every failure after the run started leaves a checkpoint: `replan resume` continues from it.
@@ -24,22 +26,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
+import shlex
 import sys
 import uuid
 from collections.abc import Awaitable
 from enum import IntEnum
-from pathlib import Path
 from typing import Any
 
 import openai
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer, stored_thread_ids
+from replan.graphs.cli.persistence import (
+    DEFAULT_DB,
+    DatabaseUnavailableError,
+    database_exists,
+    display_target,
+    open_checkpointer,
+    stored_thread_ids,
+)
 from replan.graphs.cli.progress import (
     ProgressPrinter,
     describe_run,
@@ -62,6 +72,7 @@ class ExitCode(IntEnum):
     MODEL_UNAVAILABLE = 3
     AWAITING_APPROVAL = 4
     NO_SUCH_RUN = 5
+    DATABASE_UNAVAILABLE = 7
     INTERRUPTED = 130
 
 
@@ -89,7 +100,7 @@ CONTEXT_OPTIONS = (
 
 
 def _resume_hint(args: argparse.Namespace) -> str:
-    db = "" if args.db == DEFAULT_DB else f" --db {args.db}"
+    db = "" if args.db == DEFAULT_DB else f" --db {shlex.quote(display_target(args.db))}"
     return f"replan resume --thread-id {args.thread_id}{db}"
 
 
@@ -115,7 +126,7 @@ def _context(args: argparse.Namespace, metadata: dict[str, Any]) -> Context:
     return Context(**settings)
 
 
-def _graph(saver: AsyncSqliteSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+def _graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
     return build_plan_execute_graph(checkpointer=saver)
 
 
@@ -215,15 +226,18 @@ async def cmd_run(args: argparse.Namespace) -> ExitCode:
 
 
 def _require_db(args: argparse.Namespace) -> None:
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         raise CliError(ExitCode.NO_SUCH_RUN, f"no database at {args.db}")
 
 
-async def _stored(saver: AsyncSqliteSaver, args: argparse.Namespace) -> dict[str, Any]:
+async def _stored(saver: BaseCheckpointSaver[str], args: argparse.Namespace) -> dict[str, Any]:
     """The checkpoint metadata of the thread; CliError when the thread is unknown."""
     stored = await saver.aget_tuple(_config(args))
     if stored is None:
-        raise CliError(ExitCode.NO_SUCH_RUN, f"no run with thread id {args.thread_id} in {args.db}")
+        raise CliError(
+            ExitCode.NO_SUCH_RUN,
+            f"no run with thread id {args.thread_id} in {display_target(args.db)}",
+        )
     return dict(stored.metadata)
 
 
@@ -285,15 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `replan`."""
     parser = argparse.ArgumentParser(
         prog="replan",
-        description="Plan–execute–replan agent runs, saved in SQLite and resumable.",
+        description="Plan–execute–replan agent runs, saved in SQLite or PostgreSQL and resumable.",
         epilog="exit codes: 0 ok, 1 run failed, 2 usage, 3 model unavailable, "
-        "4 waiting for plan approval, 5 no such run, 130 interrupted",
+        "4 waiting for plan approval, 5 no such run, 7 database unavailable, 130 interrupted",
     )
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument(
         "--db",
         default=os.environ.get("REPLAN_DB") or DEFAULT_DB,
-        help=f"SQLite file of the runs (default: $REPLAN_DB or {DEFAULT_DB})",
+        help=f"SQLite file or postgresql:// URL of the runs (default: $REPLAN_DB or {DEFAULT_DB})",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -327,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `replan` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    # psycopg logs what it ignores while closing a lost connection; the error says it in one line.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     if args.command == "run" and not args.thread_id:
         args.thread_id = uuid.uuid4().hex[:12]
     try:
@@ -334,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         _say(f"replan: {exc}")
         return int(exc.code)
+    except DatabaseUnavailableError as exc:
+        _say(f"replan: {exc}")
+        return int(ExitCode.DATABASE_UNAVAILABLE)
     except KeyboardInterrupt:
         hint = f"; continue with: {_resume_hint(args)}" if getattr(args, "thread_id", None) else ""
         _say(f"replan: interrupted{hint}")
