@@ -1,4 +1,5 @@
-"""Two `replan run` processes on one SQLite file, at the same time, both finish."""
+"""Two `replan run` processes on one database (a SQLite file or PostgreSQL), at the same time,
+both finish."""
 
 from __future__ import annotations
 
@@ -41,12 +42,21 @@ def _topic(request: dict[str, Any]) -> str:
 
 
 def test_two_processes_share_one_database(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    runs_db: list[str],
 ) -> None:
     with ScriptedOpenAIServer(Together()) as server:
         runs = {
             name: start_cli(
-                server, tmp_path, "run", f"{name.title()} run in 6 steps", "--thread-id", name
+                server,
+                tmp_path,
+                "run",
+                f"{name.title()} run in 6 steps",
+                "--thread-id",
+                name,
+                *runs_db,
             )
             for name in ("alpha", "beta")
         }
@@ -59,7 +69,7 @@ def test_two_processes_share_one_database(
     switches = sum(a != b for a, b in itertools.pairwise(topics))
     assert switches >= 4, f"the runs did not overlap: {topics}"
     monkeypatch.chdir(tmp_path)
-    listed = sorted(invoke(capsys, "threads").out.splitlines())
+    listed = sorted(invoke(capsys, "threads", *runs_db).out.splitlines())
     assert listed == [
         "alpha\tfinished\tAlpha run in 6 steps",
         "beta\tfinished\tBeta run in 6 steps",

@@ -14,27 +14,31 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
-from tests.cli_support.harness import Gate, invoke, run_cli, start_cli
+from tests.cli_support.harness import Gate, invoke, run_cli, start_cli, stored_steps
 from tests.scripted_openai import ScriptedOpenAIServer
 
 
 def test_sigkill_during_step_two_then_resume_finishes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    runs_db: list[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     gate = Gate(step=2)
     with ScriptedOpenAIServer(gate) as server:
-        run = start_cli(server, tmp_path, "run", "Crash test in 3 steps", "--thread-id", "c1")
+        args = ("run", "Crash test in 3 steps", "--thread-id", "c1", *runs_db)
+        run = start_cli(server, tmp_path, *args)
         killed = gate.signal_when_held(run, signal.SIGKILL)
         assert killed.code == -signal.SIGKILL
         assert "Step 2: Step 2 of 3" in killed.err
 
-        shown = invoke(capsys, "show", "--thread-id", "c1")
+        shown = invoke(capsys, "show", "--thread-id", "c1", *runs_db)
         assert shown.code == 0, shown.err
         assert "Status: interrupted at executor" in shown.out
         assert "RESULT 1/3" in shown.out and "RESULT 2/3" not in shown.out
 
-        resumed = run_cli(server, tmp_path, "resume", "--thread-id", "c1")
+        resumed = run_cli(server, tmp_path, "resume", "--thread-id", "c1", *runs_db)
         assert resumed.code == 0, resumed.err
         assert "RESULT 1/3, RESULT 2/3, RESULT 3/3" in resumed.out
         assert "Step 1:" not in resumed.err and "Step 2: Step 2 of 3" in resumed.err
@@ -42,6 +46,9 @@ def test_sigkill_during_step_two_then_resume_finishes(
         roles = [script.classify(r).role for r in server.requests]
         assert roles.count("planner") == 1
         assert script.executor_steps(server.requests) == [1, 2, 2, 3]
+    steps = [script.step_text(i, 3, "crash test in 3 steps") for i in (1, 2, 3)]
+    assert stored_steps(runs_db, "c1") == steps  # each step recorded once
+    assert (tmp_path / DEFAULT_DB).exists() == (not runs_db)
 
 
 def test_ctrl_c_stops_with_130_and_the_run_resumes(

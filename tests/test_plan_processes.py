@@ -8,12 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from replan.state.plans import PlanUpdate
-from tests.plan_support.backends import PERSISTENT_BACKENDS, open_storage
+from tests.plan_support.backends import PERSISTENT_BACKENDS, Backend
 from tests.plan_support.child import CRASH_PLANS, versioned_content
 
 CHILD = Path(__file__).parent / "plan_support" / "child.py"
@@ -29,13 +30,18 @@ def spawn(*args: str) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.parametrize("kind", PERSISTENT_BACKENDS)
-def test_four_processes_at_the_same_revision_have_exactly_one_winner(
-    kind: str, tmp_path: Path
-) -> None:
-    storage = open_storage(kind, tmp_path)
+@pytest.fixture(params=PERSISTENT_BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    backend = Backend.for_test(request.param, request, tmp_path)
+    yield backend
+    backend.close()
+
+
+def test_four_processes_at_the_same_revision_have_exactly_one_winner(backend: Backend) -> None:
+    storage = backend.open()
     storage.upsert(PlanUpdate(name="shared", content="base"))
-    children = [spawn("race", kind, str(tmp_path), "shared", "1", f"p{i}") for i in range(4)]
+    place = str(backend.place)
+    children = [spawn("race", backend.kind, place, "shared", "1", f"p{i}") for i in range(4)]
     for child in children:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
     for child in children:  # release them together
@@ -52,13 +58,12 @@ def test_four_processes_at_the_same_revision_have_exactly_one_winner(
     assert (final.revision, final.author, final.content) == (2, winner, f"from {winner}")
 
 
-@pytest.mark.parametrize("kind", PERSISTENT_BACKENDS)
 @pytest.mark.parametrize("round_", range(2))
 def test_a_writer_killed_mid_write_leaves_a_whole_version(
-    kind: str, round_: int, tmp_path: Path
+    backend: Backend, round_: int, tmp_path: Path
 ) -> None:
     size = 1_000_000
-    child = spawn("crash", kind, str(tmp_path), str(size))
+    child = spawn("crash", backend.kind, str(backend.place), str(size))
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "1", child.stderr
     delay = random.uniform(0.0, 0.3)
@@ -68,7 +73,7 @@ def test_a_writer_killed_mid_write_leaves_a_whole_version(
     assert child.returncode == -signal.SIGKILL
     last_done = [1, *map(int, out.split())][-1]  # the child printed "1" before the kill
 
-    storage = open_storage(kind, tmp_path)
+    storage = backend.open()
     listing = storage.list()
     assert listing.warnings == [], f"killed after {delay:.3f}s"
     assert [plan.name for plan in listing.plans] == list(CRASH_PLANS)
@@ -80,5 +85,5 @@ def test_a_writer_killed_mid_write_leaves_a_whole_version(
         assert last_done <= version <= last_done + 1
         assert plan.revision == version
         storage.upsert(PlanUpdate(name=name, content="after the crash"))
-    if kind == "filesystem":  # the next writes swept up the killed writer's temporary files
+    if backend.kind == "filesystem":  # the next writes swept up the killed writer's temporary files
         assert sorted(os.listdir(tmp_path / "plans")) == [".lock", "p0.json", "p1.json"]

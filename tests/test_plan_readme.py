@@ -1,4 +1,4 @@
-"""The README's plan-documents example runs as written."""
+"""The README's plan-documents examples run as written."""
 
 from __future__ import annotations
 
@@ -19,3 +19,17 @@ def test_the_readme_example_runs(
     exec(compile(code, f"{README}:plan-documents", "exec"), {"__name__": "readme_example"})
     printed = capsys.readouterr().out
     assert "revision 2" in printed and '"bytes_written": 16' in printed
+
+
+def test_the_readme_postgres_example_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    from replan.state.plans import PostgresPlanStorage
+
+    monkeypatch.setenv("DATABASE_URL", postgres_url)
+    (code,) = python_blocks("Several machines: PostgreSQL")
+    exec(compile(code, f"{README}:postgres", "exec"), {"__name__": "readme_example"})
+    assert capsys.readouterr().out == "1 True\n"
+    with PostgresPlanStorage(postgres_url) as storage:  # it is in the database, not in memory
+        stored = storage.get("launch")
+    assert stored is not None and (stored.content, stored.author) == ("1. build", "ops")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,17 +17,26 @@ from replan.state.plans import (
     PlanStorage,
     PlanUpdate,
 )
-from tests.plan_support.backends import BACKENDS, PERSISTENT_BACKENDS, corrupt, open_storage
+from tests.plan_support.backends import BACKENDS, PERSISTENT_BACKENDS, Backend, corrupt
 
 
 @pytest.fixture(params=BACKENDS)
-def storage(request: pytest.FixtureRequest, tmp_path: Path) -> PlanStorage:
-    return open_storage(request.param, tmp_path)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PlanStorage]:
+    backend = Backend.for_test(request.param, request, tmp_path)
+    yield backend.open()
+    backend.close()
 
 
 @pytest.fixture(params=PERSISTENT_BACKENDS)
-def persistent(request: pytest.FixtureRequest, tmp_path: Path) -> PlanStorage:
-    return open_storage(request.param, tmp_path)
+def persistent_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    backend = Backend.for_test(request.param, request, tmp_path)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def persistent(persistent_backend: Backend) -> PlanStorage:
+    return persistent_backend.open()
 
 
 def write(storage: PlanStorage, name: str = "release", **fields: object) -> Plan:
@@ -169,33 +179,54 @@ def test_agents_sharing_a_storage_see_who_wrote_last(storage: PlanStorage) -> No
     assert final is not None and (final.author, final.revision) == ("reviewer", 2)
 
 
-def test_same_revision_from_eight_threads_has_exactly_one_winner(storage: PlanStorage) -> None:
-    write(storage, content="base")
-    barrier = threading.Barrier(8)
-    outcomes: dict[int, str] = {}
+def race(count: int, contender: Callable[[int], None]) -> None:
+    """Run `contender(i)` for i in range(count) in threads released together."""
+    barrier = threading.Barrier(count)
 
-    def contender(index: int) -> None:
+    def run(index: int) -> None:
         barrier.wait()
-        try:
-            write(storage, content=f"from {index}", author=str(index), expected_revision=1)
-            outcomes[index] = "won"
-        except PlanConflict:
-            outcomes[index] = "conflict"
+        contender(index)
 
-    threads = [threading.Thread(target=contender, args=(index,)) for index in range(8)]
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+@pytest.mark.parametrize("revision", [0, 1], ids=["create", "update"])
+def test_same_revision_from_eight_threads_has_exactly_one_winner(
+    storage: PlanStorage, revision: int
+) -> None:
+    if revision:
+        write(storage, content="base")
+    outcomes: dict[int, str] = {}
+
+    def contender(index: int) -> None:
+        try:
+            write(storage, content=f"from {index}", author=str(index), expected_revision=revision)
+            outcomes[index] = "won"
+        except PlanConflict:
+            outcomes[index] = "conflict"
+
+    race(8, contender)
     winners = [index for index, outcome in outcomes.items() if outcome == "won"]
     assert len(outcomes) == 8 and len(winners) == 1
     final = storage.get("release")
     assert final is not None
     assert (final.revision, final.author, final.content) == (
-        2,
+        revision + 1,
         str(winners[0]),
         f"from {winners[0]}",
     )
+
+
+def test_eight_threads_creating_without_a_revision_all_land_in_turn(storage: PlanStorage) -> None:
+    written: list[Plan] = []
+    race(8, lambda index: written.append(write(storage, content=f"from {index}")))
+    assert sorted(plan.revision for plan in written) == list(range(1, 9))
+    final = storage.get("release")
+    assert final is not None and final == max(written, key=lambda plan: plan.revision)
 
 
 def test_retrying_writers_never_lose_an_update(storage: PlanStorage) -> None:
@@ -231,10 +262,9 @@ def test_retrying_writers_never_lose_an_update(storage: PlanStorage) -> None:
     )
 
 
-def test_plans_survive_reopening(persistent: PlanStorage, tmp_path: Path) -> None:
-    written = write(persistent, content="durable", title="Keep")
-    kind = "filesystem" if "Filesystem" in type(persistent).__name__ else "sqlite"
-    assert open_storage(kind, tmp_path).get("release") == written
+def test_plans_survive_reopening(persistent_backend: Backend) -> None:
+    written = write(persistent_backend.open(), content="durable", title="Keep")
+    assert persistent_backend.open().get("release") == written
 
 
 def test_a_corrupt_plan_is_reported_as_corrupt_not_missing(persistent: PlanStorage) -> None:

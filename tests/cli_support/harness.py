@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -11,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 
 from replan.graphs.cli import main
+from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer
+from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
@@ -29,19 +33,23 @@ class Outcome:
     err: str
 
 
-def cli_env(server: ScriptedOpenAIServer) -> dict[str, str]:
-    """The environment of a `replan` subprocess talking to `server`."""
+def cli_env(server: ScriptedOpenAIServer, replan_db: str | None = None) -> dict[str, str]:
+    """The environment of a `replan` subprocess talking to `server` (REPLAN_DB: `replan_db`)."""
     env = {**os.environ, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
     env.pop("REPLAN_DB", None)
+    if replan_db is not None:
+        env["REPLAN_DB"] = replan_db
     return env
 
 
-def start_cli(server: ScriptedOpenAIServer, cwd: Path, *args: str) -> subprocess.Popen[str]:
-    """Start `replan ARGS` in `cwd`, capturing its output."""
+def start_cli(
+    server: ScriptedOpenAIServer, cwd: Path, *args: str, replan_db: str | None = None
+) -> subprocess.Popen[str]:
+    """Start `replan ARGS` in `cwd` (with `REPLAN_DB` set to `replan_db`), capturing its output."""
     return subprocess.Popen(
         [REPLAN, *args],
         cwd=cwd,
-        env=cli_env(server),
+        env=cli_env(server, replan_db),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -54,9 +62,24 @@ def finish(process: subprocess.Popen[str], timeout: float = 60) -> Outcome:
     return Outcome(process.returncode, out, err)
 
 
-def run_cli(server: ScriptedOpenAIServer, cwd: Path, *args: str) -> Outcome:
+def run_cli(
+    server: ScriptedOpenAIServer, cwd: Path, *args: str, replan_db: str | None = None
+) -> Outcome:
     """Run `replan ARGS` as a subprocess to completion."""
-    return finish(start_cli(server, cwd, *args))
+    return finish(start_cli(server, cwd, *args, replan_db=replan_db))
+
+
+def stored_steps(db_args: list[str], thread_id: str) -> list[str]:
+    """The steps a stored run has recorded as executed, in order (`db_args`: `--db X` or none,
+    for ./replan.sqlite)."""
+
+    async def read() -> list[str]:
+        async with open_checkpointer(db_args[-1] if db_args else DEFAULT_DB) as saver:
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+            snapshot = await build_plan_execute_graph(checkpointer=saver).aget_state(config)
+        return [done["step"] for done in snapshot.values.get("executed_steps", [])]
+
+    return asyncio.run(read())
 
 
 def invoke(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:

@@ -1,9 +1,11 @@
 """A plan-storage client run as a separate process by the concurrency and crash tests.
 
-child.py race KIND FOLDER NAME REVISION TAG   prints "ready", waits for a line on stdin,
-                                              writes once at REVISION, prints won/conflict
-child.py crash KIND FOLDER SIZE              rewrites plans p0 and p1 forever with
-                                              `versioned_content(i, SIZE)`, printing each i
+child.py race KIND PLACE NAME REVISION TAG   prints "ready", waits for a line on stdin,
+                                             writes once at REVISION, prints won/conflict
+child.py crash KIND PLACE SIZE              rewrites plans p0 and p1 forever with
+                                             `versioned_content(i, SIZE)`, printing each i
+
+PLACE is the folder, or for "postgres" the database URL, of `open_storage`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ if __name__ == "__main__":
     sys.modules["state"].__path__ = [str(ROOT / "state")]
 
 from replan.state.plans import PlanConflict, PlanUpdate  # noqa: E402
-from tests.plan_support.backends import open_storage  # noqa: E402
+from tests.plan_support.backends import close_storage, open_storage  # noqa: E402
 
 CRASH_PLANS = ("p0", "p1")
 
@@ -32,8 +34,8 @@ def versioned_content(version: int, size: int) -> str:
     return f"{version}:" + chr(ord("a") + version % 26) * size + f":{version}"
 
 
-def race(kind: str, folder: str, name: str, revision: str, tag: str) -> None:
-    storage = open_storage(kind, Path(folder))
+def race(kind: str, place: str, name: str, revision: str, tag: str) -> None:
+    storage = open_storage(kind, place)
     print("ready", flush=True)
     sys.stdin.readline()
     update = PlanUpdate(
@@ -44,10 +46,12 @@ def race(kind: str, folder: str, name: str, revision: str, tag: str) -> None:
         print("won", flush=True)
     except PlanConflict:
         print("conflict", flush=True)
+    finally:
+        close_storage(storage)
 
 
-def crash(kind: str, folder: str, size: str) -> None:
-    storage = open_storage(kind, Path(folder))
+def crash(kind: str, place: str, size: str) -> None:
+    storage = open_storage(kind, place)
     version = 0
     while True:
         version += 1
