@@ -107,11 +107,9 @@ def test_a_missing_database_on_a_live_server_is_reported_by_a_real_process(
     with ScriptedOpenAIServer(script.respond) as server:
         outcome = run_cli(server, tmp_path, "run", "Anything", "--db", missing)
     assert outcome.code == DATABASE_UNAVAILABLE
-    assert outcome.err.splitlines() == [
-        f"replan: cannot open the runs database {missing}: connection failed: connection to "
-        'server at "127.0.0.1", port 5432 failed: FATAL: database "replan_no_such_database" '
-        "does not exist"
-    ]
+    (line,) = outcome.err.splitlines()
+    assert line.startswith(f"replan: cannot open the runs database {missing}: ")
+    assert line.endswith('database "replan_no_such_database" does not exist')
     assert server.requests == []
 
 

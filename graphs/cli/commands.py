@@ -342,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `replan` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     # psycopg logs what it ignores while closing a lost connection; the error says it in one line.
-    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    if not (psycopg_log := logging.getLogger("psycopg")).handlers:
+        psycopg_log.addHandler(logging.NullHandler())
     if args.command == "run" and not args.thread_id:
         args.thread_id = uuid.uuid4().hex[:12]
     try:
