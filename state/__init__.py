@@ -14,6 +14,7 @@ from replan.state.tasks import (
     TaskError,
     TaskStatus,
     TaskUpdateResult,
+    UpdateStatus,
     find_cycle,
     parse_task_id,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "TaskStatus",
     "TaskStoreCorruptError",
     "TaskUpdateResult",
+    "UpdateStatus",
     "find_cycle",
     "format_task_details",
     "format_task_list",

@@ -1,14 +1,18 @@
 """Crash-safe file primitives shared by the file-backed stores.
 
 `atomic_write_text` never leaves a partial file behind: it writes a temporary file in the same
-folder, flushes it to disk, then renames it over the target. `interprocess_lock` is an advisory
-`flock` on a lock file, so it holds across threads *and* processes (each acquisition opens its
-own file descriptor).
+folder, flushes it to disk, then renames it over the target. `folder_lock` is an advisory
+`flock` on the folder's lock file, so it holds across threads *and* processes (each acquisition
+opens its own file descriptor).
+
+POSIX only (Linux, macOS): `flock` and flushing a folder's entries. This module imports on
+Windows too (so does all of `replan.state`), but the file-backed stores built on it
+(`FileTaskStore`, `FilesystemPlanStorage`) refuse to work there; use `SqlitePlanStorage` and
+the in-state task tools instead.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +21,8 @@ from pathlib import Path
 
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
+LOCK_FILE = ".lock"
+"""The file, inside each store's folder, that `folder_lock` locks."""
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -55,13 +61,20 @@ def fsync_dir(path: Path) -> None:
 
 
 @contextmanager
-def interprocess_lock(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path` for the duration of the block.
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold the exclusive lock of `folder` (its `LOCK_FILE`) for the duration of the block.
 
     Blocks until the lock is free. The kernel releases it if the holder dies, so a killed
-    process never leaves a stale lock behind.
+    process never leaves a stale lock behind. Raises OSError where there is no `flock`.
     """
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        import fcntl  # POSIX only: imported here so that `replan.state` imports everywhere
+    except ModuleNotFoundError as exc:
+        raise OSError(
+            "file-backed stores need POSIX file locks (fcntl), which this system lacks; "
+            "use SqlitePlanStorage for plans and the in-state task tools instead"
+        ) from exc
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

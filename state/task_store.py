@@ -18,14 +18,13 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from replan.state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
+from replan.state.fileio import atomic_write_text, ensure_private_dir, folder_lock, fsync_dir
 from replan.state.tasks import Task, TaskContext, TaskError
 
 T = TypeVar("T")
 
 HIGH_WATERMARK_FILE = ".highwatermark"
 JOURNAL_FILE = ".journal.json"
-LOCK_FILE = ".lock"
 _TASK_FILE = re.compile(r"^([1-9][0-9]*)\.json$")
 # Field names on disk follow the seed's JSON (camelCase); the model uses snake_case.
 _DISK_KEYS = {"active_form": "activeForm", "blocked_by": "blockedBy", "created_at": "createdAt"}
@@ -52,7 +51,7 @@ class FileTaskStore:
         If `operation` raises, nothing is written.
         """
         ensure_private_dir(self.directory)
-        with interprocess_lock(self.directory / LOCK_FILE):
+        with folder_lock(self.directory):
             self._replay_journal()
             context = self._load()
             before = _snapshot(context), context.high_watermark

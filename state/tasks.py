@@ -11,26 +11,25 @@ import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from replan.state.clock import utc_now
+
 TaskStatus = Literal["pending", "in_progress", "completed"]
+"""The status a stored task has."""
+UpdateStatus = Literal[TaskStatus, "deleted"]
+"""The statuses an update may set: a task's statuses, or "deleted" to remove it."""
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
-DELETED = "deleted"
-UPDATE_STATUSES: tuple[str, ...] = (*TASK_STATUSES, DELETED)
+UPDATE_STATUSES: tuple[str, ...] = get_args(UpdateStatus)
+DELETED = UPDATE_STATUSES[-1]  # "deleted": the update status that removes the task
 
 _TASK_ID = re.compile(r"^[1-9][0-9]*$")
 
 
 class TaskError(ValueError):
     """A task operation was refused; the message says why and what to do instead."""
-
-
-def utc_now_iso() -> str:
-    """The current time as an ISO-8601 string in UTC."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class Task(BaseModel):
@@ -47,7 +46,7 @@ class Task(BaseModel):
     blocks: list[str] = Field(default_factory=list, description="IDs waiting for this task.")
     blocked_by: list[str] = Field(default_factory=list, description="IDs this task waits for.")
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: str = Field(default_factory=utc_now_iso, description="ISO-8601, UTC.")
+    created_at: str = Field(default_factory=utc_now, description="ISO-8601, UTC.")
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Task:
         """A full copy, about 3x faster than pydantic's generic one.

@@ -9,17 +9,20 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.dev_server import copy_repo
+
 LAYERS = ("graphs", "tools", "state")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel built from the working tree, offline, with the installed setuptools."""
+    """A wheel built offline, with the installed setuptools, from a copy of the working tree
+    as a fresh clone has it (a `build/` folder left in the tree would leak stale files)."""
     out = tmp_path_factory.mktemp("wheel")
+    source = copy_repo(out / "source")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
-        + ["-w", str(out), str(REPO)],
+        + ["-w", str(out), str(source)],
         check=True,
         capture_output=True,
     )
@@ -128,3 +131,35 @@ def test_the_middleware_is_part_of_the_lazy_surface() -> None:
 
     assert replan.TaskToolsMiddleware is replan.tools.TaskToolsMiddleware is TaskToolsMiddleware
     assert "TaskToolsMiddleware" in dir(replan) and "TaskToolsMiddleware" in replan.__all__
+
+
+def test_replan_imports_where_there_is_no_fcntl(tmp_path: Path) -> None:
+    """As on Windows: everything imports and the in-state tools work; only the file-backed
+    stores (POSIX file locks) refuse, with a message saying what to use instead."""
+    code = f"""
+import sys
+sys.modules["fcntl"] = None  # `import fcntl` now fails, as it does on Windows
+from replan import build_plan_execute_graph, task_tools
+from replan.state import FileTaskStore, TaskContext
+from replan.state.plans import FilesystemPlanStorage, PlanStorageError, PlanUpdate
+from replan.state.plans import SqlitePlanStorage
+
+build_plan_execute_graph()
+TaskContext().create("works without locks")
+print(len(task_tools()), SqlitePlanStorage({str(tmp_path / "plans.db")!r}).upsert(
+    PlanUpdate(name="p", content="body")).revision)
+try:
+    FileTaskStore({str(tmp_path / "tasks")!r}).read()
+except OSError as error:
+    print(error)
+try:
+    FilesystemPlanStorage({str(tmp_path / "plans")!r}).upsert(PlanUpdate(name="p", content="x"))
+except PlanStorageError as error:
+    print(error)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    counts, task_store, plan_store = done.stdout.splitlines()
+    assert counts == "4 1"
+    assert task_store.startswith("file-backed stores need POSIX file locks")
+    assert "POSIX file locks" in plan_store and "SqlitePlanStorage" in plan_store

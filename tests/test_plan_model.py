@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from replan.state.fileio import LOCK_FILE
 from replan.state.plans import (
     MAX_NAME_LENGTH,
     NAME_PATTERN,
@@ -97,7 +98,7 @@ def test_filesystem_files_are_private_json_and_leave_no_temp_files(tmp_path: Pat
     storage.upsert(PlanUpdate(name="p", content="body 2"))
     assert mode(storage.directory) == 0o700
     assert mode(storage.path_of("p")) == 0o600
-    assert sorted(os.listdir(storage.directory)) == [".lock", "p.json"]
+    assert sorted(os.listdir(storage.directory)) == [LOCK_FILE, "p.json"]
     on_disk = json.loads(storage.path_of("p").read_text())
     assert (on_disk["name"], on_disk["content"], on_disk["revision"]) == ("p", "body 2", 2)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from replan.state.fileio import LOCK_FILE
 from replan.state.plans import PlanUpdate
 from tests.plan_support.backends import PERSISTENT_BACKENDS, Backend
 from tests.plan_support.child import CRASH_PLANS, versioned_content
@@ -86,4 +87,4 @@ def test_a_writer_killed_mid_write_leaves_a_whole_version(
         assert plan.revision == version
         storage.upsert(PlanUpdate(name=name, content="after the crash"))
     if backend.kind == "filesystem":  # the next writes swept up the killed writer's temporary files
-        assert sorted(os.listdir(tmp_path / "plans")) == [".lock", "p0.json", "p1.json"]
+        assert sorted(os.listdir(tmp_path / "plans")) == [LOCK_FILE, "p0.json", "p1.json"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from replan.state.plans import MAX_FILE_BYTES, Workspace, WorkspaceError
+from replan.state.plans import MAX_CONTENT_BYTES, Workspace, WorkspaceError
 
 
 @pytest.fixture
@@ -107,11 +107,11 @@ def test_a_device_reached_through_a_symlink_is_refused(workspace: Workspace, roo
 
 def test_files_over_the_limit_are_refused(workspace: Workspace, root: Path) -> None:
     with open(root / "big.md", "wb") as handle:
-        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: costs no disk
+        handle.truncate(MAX_CONTENT_BYTES + 1)  # sparse: costs no disk
     with pytest.raises(WorkspaceError, match="larger than 10 MiB"):
         workspace.read_text("big.md")
-    (root / "edge.md").write_bytes(b"a" * MAX_FILE_BYTES)
-    assert len(workspace.read_text("edge.md")) == MAX_FILE_BYTES
+    (root / "edge.md").write_bytes(b"a" * MAX_CONTENT_BYTES)
+    assert len(workspace.read_text("edge.md")) == MAX_CONTENT_BYTES
 
 
 def test_binary_files_are_refused(workspace: Workspace, root: Path) -> None:

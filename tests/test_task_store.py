@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from replan.state import FileTaskStore, TaskStoreCorruptError
+from replan.state.fileio import LOCK_FILE
 from replan.tools import task_tools
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,12 +85,12 @@ def test_corrupt_files_are_reported_not_skipped(
     tools["TaskCreate"].invoke({"subject": "A", "description": ""})
     tools["TaskCreate"].invoke({"subject": "B", "description": ""})
     (tmp_path / file_name).write_text(content)
-    before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir() if p.name != ".lock")
+    before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir() if p.name != LOCK_FILE)
     reply = tools["TaskList"].invoke(tool_call("TaskList"))
     assert reply.status == "error" and file_name in reply.content and "Repair" in reply.content
     reply = tools["TaskCreate"].invoke(tool_call("TaskCreate", subject="C", description=""))
     assert reply.status == "error"
-    after = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir() if p.name != ".lock")
+    after = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir() if p.name != LOCK_FILE)
     assert after == before
     with pytest.raises(TaskStoreCorruptError):
         FileTaskStore(tmp_path).read()

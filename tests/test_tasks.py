@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from replan.state import (
     format_task_details,
     format_task_list,
 )
+from replan.state.plans import InMemoryPlanStorage, PlanUpdate
 
 
 def make(count: int) -> TaskContext:
@@ -34,7 +36,17 @@ def test_create_numbers_tasks_in_order_and_starts_pending() -> None:
         ("3", "pending"),
     ]
     assert context.high_watermark == 3
-    assert context.tasks[0].created_at.endswith("+00:00")
+
+
+def test_tasks_and_plans_stamp_the_same_utc_format() -> None:
+    before = datetime.now(UTC)
+    task = TaskContext().create("A")
+    plan = InMemoryPlanStorage().upsert(PlanUpdate(name="p", content="body"))
+    for stamp in (task.created_at, plan.updated_at):
+        moment = datetime.fromisoformat(stamp)
+        assert moment.utcoffset() == timedelta(0)
+        assert before - timedelta(seconds=1) <= moment <= datetime.now(UTC)
+    assert len(task.created_at) == len(plan.updated_at)  # one format, e.g. both milliseconds
 
 
 @pytest.mark.parametrize("subject", ["", "   "])

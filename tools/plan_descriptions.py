@@ -1,6 +1,6 @@
 """What models read about the plan tools: one description per tool and per argument."""
 
-from replan.state.plans import MAX_NAME_LENGTH, SUGGESTED_STATUSES
+from replan.state.plans import MAX_CONTENT_SIZE, MAX_NAME_LENGTH, SUGGESTED_STATUSES
 
 _REVISION_HINT = (
     "Every write raises a plan's revision by one. Pass the revision you last saw as "
@@ -28,8 +28,8 @@ DELETE_PLAN = (
 )
 UPDATE_PLAN_FROM_FILE = (
     "Create or replace a plan's body with the text of a file in the workspace (UTF-8, at "
-    "most 10 MiB). Handy after editing an exported plan: the body does not have to pass "
-    "through the conversation. " + _REVISION_HINT
+    f"most {MAX_CONTENT_SIZE}). Handy after editing an exported plan: the body does not have "
+    "to pass through the conversation. " + _REVISION_HINT
 )
 EXPORT_PLAN_TO_FILE = (
     "Write a plan's body to a file in the workspace so it can be edited there; missing "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
@@ -36,7 +36,7 @@ from replan.state.task_views import (
     format_task_list,
     format_update_result,
 )
-from replan.state.tasks import TaskContext, TaskError
+from replan.state.tasks import TaskContext, TaskError, UpdateStatus
 from replan.tools.arguments import explain_validation_error
 from replan.tools.task_descriptions import (
     FIELD_DESCRIPTIONS,
@@ -73,7 +73,6 @@ def _id_text(value: Any) -> Any:
 
 
 TaskIdArg = Annotated[str, BeforeValidator(_id_text)]
-UpdateStatus = Literal["pending", "in_progress", "completed", "deleted"]
 
 # Per tool: argument name -> (type, default or ... when required, key in FIELD_DESCRIPTIONS).
 _ARGUMENTS: dict[str, dict[str, tuple[Any, Any, str]]] = {

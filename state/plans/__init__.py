@@ -10,6 +10,7 @@ from replan.state.plans.filesystem import PLANS_DIR_ENV, FilesystemPlanStorage, 
 from replan.state.plans.memory import InMemoryPlanStorage
 from replan.state.plans.model import (
     MAX_CONTENT_BYTES,
+    MAX_CONTENT_SIZE,
     MAX_NAME_LENGTH,
     NAME_PATTERN,
     SUGGESTED_STATUSES,
@@ -27,7 +28,7 @@ from replan.state.plans.model import (
 )
 from replan.state.plans.sqlite import SqlitePlanStorage
 from replan.state.plans.storage import PlanStorage
-from replan.state.plans.workspace import MAX_FILE_BYTES, Workspace, WorkspaceError
+from replan.state.plans.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:  # loaded on first use; not in __all__, so `import *` never needs psycopg
     from replan.state.plans.postgres import PostgresPlanStorage as PostgresPlanStorage
@@ -44,7 +45,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAX_CONTENT_BYTES",
-    "MAX_FILE_BYTES",
+    "MAX_CONTENT_SIZE",
     "MAX_NAME_LENGTH",
     "NAME_PATTERN",
     "PLANS_DIR_ENV",

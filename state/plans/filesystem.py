@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from replan.state.fileio import atomic_write_text, ensure_private_dir, fsync_dir, interprocess_lock
+from replan.state.fileio import atomic_write_text, ensure_private_dir, folder_lock, fsync_dir
 from replan.state.plans.model import (
     InvalidPlan,
     Plan,
@@ -29,7 +29,6 @@ from replan.state.plans.storage import apply_update, decode_plan, make_listing, 
 
 PLANS_DIR_ENV = "REPLAN_PLANS_DIR"
 PLAN_SUFFIX = ".json"
-LOCK_FILE = ".lock"
 
 
 def default_plans_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -113,7 +112,7 @@ class FilesystemPlanStorage:
         """Hold the folder's cross-process lock; disk failures become PlanStorageError."""
         try:
             ensure_private_dir(self.directory)
-            with interprocess_lock(self.directory / LOCK_FILE):
+            with folder_lock(self.directory):
                 yield
         except OSError as exc:
             raise PlanStorageError(f"plan storage in {self.directory} failed: {exc}") from exc

@@ -7,13 +7,15 @@ by one on every write; callers pass the revision they last saw to detect concurr
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
 MAX_NAME_LENGTH = 64
 MAX_CONTENT_BYTES = 10 * 1024 * 1024
+"""The largest plan body in UTF-8 bytes; also the largest file the plan file tools import."""
+MAX_CONTENT_SIZE = f"{MAX_CONTENT_BYTES // (1024 * 1024)} MiB"
+"""`MAX_CONTENT_BYTES` as people read it."""
 MAX_LABEL_LENGTH = 200
 SUGGESTED_STATUSES = ("draft", "in-progress", "blocked", "done")
 """Status is a free-form label; these are only examples offered to models."""
@@ -75,7 +77,7 @@ def validate_content(content: str) -> str:
     if not content.strip():
         raise InvalidPlan("plan content is empty: a plan needs a body")
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
-        raise InvalidPlan(f"plan content is larger than {MAX_CONTENT_BYTES} bytes")
+        raise InvalidPlan(f"plan content is larger than {MAX_CONTENT_SIZE}")
     return content
 
 
@@ -84,11 +86,6 @@ def validate_label(field: str, value: str) -> str:
     if len(value) > MAX_LABEL_LENGTH or "\n" in value:
         raise InvalidPlan(f"{field} must be one line of at most {MAX_LABEL_LENGTH} characters")
     return value
-
-
-def utc_now() -> str:
-    """The timestamp format stored in `updated_at` (ISO 8601, UTC)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class PlanSummary(BaseModel):

@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
+from replan.state.clock import utc_now
 from replan.state.plans.model import (
     InvalidPlan,
     Plan,
@@ -21,7 +22,6 @@ from replan.state.plans.model import (
     PlanNotFound,
     PlanSummary,
     PlanUpdate,
-    utc_now,
     validate_content,
     validate_label,
     validate_name,

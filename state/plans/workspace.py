@@ -2,9 +2,10 @@
 
 A path is joined to the workspace root, then resolved (`..` collapsed, symlinks followed); the
 result must still lie inside the root, so absolute paths elsewhere, `..` escapes and symlinks
-pointing out are all refused. Only regular files of at most `MAX_FILE_BYTES` are read; the
-type is checked with `stat` before opening, and the open itself uses `O_NONBLOCK` and
-`O_NOFOLLOW`, so a FIFO, device or swapped-in symlink can never make a call hang or escape.
+pointing out are all refused. Only regular files of at most `MAX_CONTENT_BYTES` (the largest
+plan body) are read; the type is checked with `stat` before opening, and the open itself uses
+`O_NONBLOCK` and `O_NOFOLLOW`, so a FIFO, device or swapped-in symlink can never make a call
+hang or escape. Those flags are POSIX: reading files needs Linux or macOS.
 
 Limit: a folder *inside* the workspace that another process swaps for a symlink between the
 check and the open is not detected; the tools themselves cannot create symlinks.
@@ -19,8 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from replan.state.fileio import PRIVATE_FILE_MODE, atomic_write_text
-
-MAX_FILE_BYTES = 10 * 1024 * 1024
+from replan.state.plans.model import MAX_CONTENT_BYTES, MAX_CONTENT_SIZE
 
 
 class WorkspaceError(ValueError):
@@ -54,21 +54,21 @@ class Workspace:
         return resolved
 
     def read_text(self, path: str) -> str:
-        """The UTF-8 text of a regular file inside the workspace, at most MAX_FILE_BYTES."""
+        """The UTF-8 text of a regular file inside the workspace, at most MAX_CONTENT_BYTES."""
         target = self.resolve(path)
         with _explained(path):
             before = _regular_file_stat(path, target)
             if before is None:
                 raise WorkspaceError(f"there is no file at {path!r} in the workspace")
-            if before.st_size > MAX_FILE_BYTES:
+            if before.st_size > MAX_CONTENT_BYTES:
                 raise WorkspaceError(_too_large(path))
             flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
             with open(os.open(target, flags), "rb") as handle:
                 opened = os.fstat(handle.fileno())
                 if (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
                     raise WorkspaceError(f"{path!r} changed while it was being opened; retry")
-                data = handle.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
+                data = handle.read(MAX_CONTENT_BYTES + 1)
+        if len(data) > MAX_CONTENT_BYTES:
             raise WorkspaceError(_too_large(path))
         try:
             return data.decode("utf-8")
@@ -107,7 +107,7 @@ def _regular_file_stat(path: str, target: Path) -> os.stat_result | None:
 
 
 def _too_large(path: str) -> str:
-    return f"{path!r} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+    return f"{path!r} is larger than {MAX_CONTENT_SIZE}"
 
 
 @contextmanager
