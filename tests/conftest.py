@@ -1,12 +1,38 @@
-"""Fixtures shared by several test modules."""
+"""Suite-wide setup: the developer's environment does not leak into the tests; fixtures shared
+by several test modules."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests import pg_support
+
+CLEARED_PREFIXES = ("REPLAN_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_")
+"""replan's own settings (database, dev database, model, plans folder), the OpenAI client's
+(key, base URL, organisation...) and LangSmith tracing."""
+CLEARED_NAMES = ("XDG_DATA_HOME", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+"""The plans folder's fallback, and proxies (every test talks to 127.0.0.1 only)."""
+KEPT_NAMES = (pg_support.URL_ENV, pg_support.REQUIRE_ENV)
+"""The test suite's own settings: which PostgreSQL server to test against, and whether it must."""
+
+
+def _cleared(name: str) -> bool:
+    if name in KEPT_NAMES:
+        return False
+    return name.upper().startswith(CLEARED_PREFIXES) or name.upper() in CLEARED_NAMES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _clean_environment() -> Iterator[None]:
+    """Unset every variable that would change what replan or its clients do, for the whole
+    session (subprocesses inherit the clean environment); tests set what they need."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [name for name in os.environ if _cleared(name)]:
+            patch.delenv(name)
+        yield
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ from tests import plan_execute_script as script
 from tests.cli_support.harness import finish, invoke, start_cli
 from tests.scripted_openai import Reply, ScriptedOpenAIServer
 
+pytestmark = pytest.mark.slow  # real processes
+
 
 class Together:
     """Holds each run's planner request until both runs are there, then answers slowly.

@@ -17,6 +17,8 @@ from tests import plan_execute_script as script
 from tests.cli_support.harness import Gate, invoke, run_cli, start_cli, stored_steps
 from tests.scripted_openai import ScriptedOpenAIServer
 
+pytestmark = pytest.mark.slow  # crash tests: real processes, killed mid-run
+
 
 def test_sigkill_during_step_two_then_resume_finishes(
     tmp_path: Path,

@@ -19,7 +19,6 @@ ANSWER = "All 3 steps of [flaky in 3 steps] are done: RESULT 1/3, RESULT 2/3, RE
 @pytest.fixture(autouse=True)
 def _cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("REPLAN_DB", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     yield
 

@@ -29,6 +29,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Scripted
         yield srv
 
 
+@pytest.mark.slow
 def test_console_script_runs_and_prints_progress_and_answer(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:

@@ -21,7 +21,6 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.delenv("REPLAN_MODEL", raising=False)
         yield server
 
 

@@ -25,6 +25,7 @@ def test_the_notebook_is_stored_without_outputs(path: Path) -> None:
     assert all(not cell.outputs and cell.execution_count is None for cell in code)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_the_notebook_runs_without_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in OFFLINE_ENV.items():  # the kernel inherits this environment

@@ -11,6 +11,8 @@ import pytest
 
 from tests.dev_server import copy_repo
 
+pytestmark = pytest.mark.slow  # builds and installs wheels, runs subprocesses
+
 LAYERS = ("graphs", "tools", "state")
 
 

@@ -18,6 +18,8 @@ from replan.state.plans import PlanUpdate
 from tests.plan_support.backends import PERSISTENT_BACKENDS, Backend
 from tests.plan_support.child import CRASH_PLANS, versioned_content
 
+pytestmark = pytest.mark.slow  # real processes
+
 CHILD = Path(__file__).parent / "plan_support" / "child.py"
 
 

@@ -151,6 +151,7 @@ def test_models_endpoint_and_unknown_route(server: ScriptedOpenAIServer) -> None
     assert error.value.code == 404
 
 
+@pytest.mark.slow
 def test_runs_as_a_separate_process(tmp_path: Path) -> None:
     port_file = tmp_path / "port"
     command = [sys.executable, "-m", "tests.scripted_openai", "--port-file", str(port_file)]

@@ -23,6 +23,8 @@ from tests.dev_server import REPO, dev_server
 from tests.readme import README, python_blocks
 from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
 
+pytestmark = pytest.mark.slow  # a real `langgraph dev` server
+
 GRAPH = "plan_execute"
 OBJECTIVE: dict[str, Any] = {"messages": [{"role": "user", "content": "Ship it in 2 steps"}]}
 STEPS = ["Step 1 of 2 [ship it in 2 steps]", "Step 2 of 2 [ship it in 2 steps]"]

@@ -96,6 +96,7 @@ def test_corrupt_files_are_reported_not_skipped(
         FileTaskStore(tmp_path).read()
 
 
+@pytest.mark.slow
 def test_processes_sharing_a_folder_never_lose_or_reuse_ids(tmp_path: Path) -> None:
     per_worker, names = 15, ["alpha", "beta", "gamma", "delta"]
     workers = [worker(tmp_path, name, per_worker) for name in names]
@@ -110,6 +111,7 @@ def test_processes_sharing_a_folder_never_lose_or_reuse_ids(tmp_path: Path) -> N
         assert task.owner == task.description
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_a_consistent_folder(tmp_path: Path) -> None:
     """Kill linking writers at random moments; every edge must still be on both sides."""
     for round_number in range(3):

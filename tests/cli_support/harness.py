@@ -36,7 +36,6 @@ class Outcome:
 def cli_env(server: ScriptedOpenAIServer, replan_db: str | None = None) -> dict[str, str]:
     """The environment of a `replan` subprocess talking to `server` (REPLAN_DB: `replan_db`)."""
     env = {**os.environ, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
-    env.pop("REPLAN_DB", None)
     if replan_db is not None:
         env["REPLAN_DB"] = replan_db
     return env
