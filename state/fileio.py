@@ -23,6 +23,7 @@ PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
 LOCK_FILE = ".lock"
 """The file, inside each store's folder, that `folder_lock` locks."""
+_TEMP_SUFFIX = ".tmp"
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -34,7 +35,7 @@ def ensure_private_dir(path: Path) -> Path:
 
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:
     """Replace `path` with `text` atomically: readers see the old or the new, never a mix."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -49,6 +50,13 @@ def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -
             pass
         raise
     fsync_dir(path.parent)
+
+
+def remove_leftover_temp_files(folder: Path, name: str = "*") -> None:
+    """Delete the temporary files of writers that died inside `atomic_write_text` (for files
+    called `name`, or all). Only under `folder_lock`, when no live writer can own one."""
+    for leftover in folder.glob(f".{name}.*{_TEMP_SUFFIX}"):
+        leftover.unlink(missing_ok=True)
 
 
 def fsync_dir(path: Path) -> None:

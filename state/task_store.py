@@ -4,7 +4,8 @@ Layout (the seed's): `<folder>/.highwatermark` holds the highest ID ever handed 
 task is `<folder>/<id>.json`. Every operation runs under a lock that holds across processes,
 loads the list, applies the same `TaskContext` operation the in-state tools use, and writes back
 only what changed. Multi-file changes go through a small journal (`.journal.json`), replayed by
-the next operation if a process dies half-way, so an edge is never left written on one side only.
+the next operation if a process dies half-way, so an edge is never left written on one side only
+(the dead process's temporary files are removed then too).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from replan.state.fileio import atomic_write_text, ensure_private_dir, folder_lock, fsync_dir
+from replan.state.fileio import (
+    atomic_write_text,
+    ensure_private_dir,
+    folder_lock,
+    fsync_dir,
+    remove_leftover_temp_files,
+)
 from replan.state.tasks import Task, TaskContext, TaskError
 
 T = TypeVar("T")
@@ -52,7 +59,7 @@ class FileTaskStore:
         """
         ensure_private_dir(self.directory)
         with folder_lock(self.directory):
-            self._replay_journal()
+            self._recover()
             context = self._load()
             before = _snapshot(context), context.high_watermark
             result = operation(context)
@@ -113,7 +120,9 @@ class FileTaskStore:
             atomic_write_text(self.directory / JOURNAL_FILE, json.dumps(journal))
             self._apply(journal)
 
-    def _replay_journal(self) -> None:
+    def _recover(self) -> None:
+        """Finish the change of a process that died half-way, and drop its temporary files."""
+        remove_leftover_temp_files(self.directory)
         path = self.directory / JOURNAL_FILE
         try:
             journal = json.loads(path.read_text("utf-8"))

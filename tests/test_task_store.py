@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +12,9 @@ import pytest
 
 from replan.state import FileTaskStore, TaskStoreCorruptError
 from replan.state.fileio import LOCK_FILE
+from replan.state.task_store import HIGH_WATERMARK_FILE, JOURNAL_FILE
 from replan.tools import task_tools
+from tests.kill_gates import kill_at_gate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +27,9 @@ def tools_by_name(folder: Path) -> dict[str, Any]:
     return {t.name: t for t in task_tools(store=folder)}
 
 
-def worker(folder: Path, name: str, count: int, *extra: str) -> subprocess.Popen[str]:
+def worker(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.task_store_worker", str(folder), name, str(count), *extra],
+        [sys.executable, "-m", "tests.task_store_worker", *map(str, args)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -99,7 +98,7 @@ def test_corrupt_files_are_reported_not_skipped(
 @pytest.mark.slow
 def test_processes_sharing_a_folder_never_lose_or_reuse_ids(tmp_path: Path) -> None:
     per_worker, names = 15, ["alpha", "beta", "gamma", "delta"]
-    workers = [worker(tmp_path, name, per_worker) for name in names]
+    workers = [worker("hammer", tmp_path, name, per_worker) for name in names]
     outputs = [w.communicate(timeout=120) for w in workers]
     assert all(w.returncode == 0 for w in workers), [err for _, err in outputs]
     printed = [line for out, _ in outputs for line in out.split()]
@@ -111,26 +110,54 @@ def test_processes_sharing_a_folder_never_lose_or_reuse_ids(tmp_path: Path) -> N
         assert task.owner == task.description
 
 
+def _edge_on_disk(folder: Path) -> tuple[bool, bool]:
+    """Whether 1.json says task 2 blocks it, and whether 2.json says it blocks task 1."""
+    one, two = (json.loads((folder / f"{tid}.json").read_text()) for tid in ("1", "2"))
+    return one["blockedBy"] == ["2"], two["blocks"] == ["1"]
+
+
 @pytest.mark.slow
-def test_sigkill_mid_write_leaves_a_consistent_folder(tmp_path: Path) -> None:
-    """Kill linking writers at random moments; every edge must still be on both sides."""
-    for round_number in range(3):
-        child = worker(tmp_path, f"w{round_number}", 400, "--link")
-        assert child.stdout is not None
-        child.stdout.readline()  # it has started writing
-        time.sleep(0.05 + 0.1 * round_number)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-        assert child.returncode == -signal.SIGKILL
-        context = FileTaskStore(tmp_path).read()  # replays an interrupted journal, if any
-        assert not (tmp_path / ".journal.json").exists()
-        index = {task.id: task for task in context.tasks}
-        for task in context.tasks:
-            for blocked in task.blocks:
-                assert task.id in index[blocked].blocked_by
-            for blocker in task.blocked_by:
-                assert task.id in index[blocker].blocks
-        assert context.high_watermark >= max((int(t) for t in index), default=0)
+@pytest.mark.parametrize(
+    ("when", "file", "at_the_kill"),
+    [
+        ("after", JOURNAL_FILE, (False, False)),  # the change is recorded, nothing applied
+        ("after", "1.json", (True, False)),  # one side of the edge written
+        ("before", "2.json", (True, False)),  # the other side written out, not renamed yet
+    ],
+)
+def test_a_writer_killed_mid_change_leaves_the_edge_on_both_sides(
+    tmp_path: Path, when: str, file: str, at_the_kill: tuple[bool, bool]
+) -> None:
+    folder, gate = tmp_path / "tasks", tmp_path / "gate"
+    FileTaskStore(folder).transact(lambda c: (c.create("A"), c.create("B")))
+    link = json.dumps({"taskId": "2", "addBlocks": ["1"]})
+    kill_at_gate(worker("hold", folder, when, file, gate, "TaskUpdate", link), gate)
+    assert (folder / JOURNAL_FILE).exists() and _edge_on_disk(folder) == at_the_kill
+
+    context = FileTaskStore(folder).read()  # replays the interrupted journal
+    assert context.get("2").blocks == ["1"] and context.get("1").blocked_by == ["2"]
+    assert _edge_on_disk(folder) == (True, True)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        HIGH_WATERMARK_FILE,
+        LOCK_FILE,
+        "1.json",
+        "2.json",
+    ]  # no journal, no temporary file of the killed writer
+
+
+@pytest.mark.slow
+def test_a_creator_killed_after_the_watermark_still_gets_its_task(tmp_path: Path) -> None:
+    folder, gate = tmp_path / "tasks", tmp_path / "gate"
+    FileTaskStore(folder).transact(lambda c: c.create("A"))
+    create = json.dumps({"subject": "B", "description": "second"})
+    kill_at_gate(
+        worker("hold", folder, "after", HIGH_WATERMARK_FILE, gate, "TaskCreate", create), gate
+    )
+    assert (folder / HIGH_WATERMARK_FILE).read_text() == "2" and not (folder / "2.json").exists()
+
+    context = FileTaskStore(folder).read()
+    assert [(t.id, t.subject) for t in context.tasks] == [("1", "A"), ("2", "B")]
+    assert context.high_watermark == 2
 
 
 def test_an_interrupted_journal_is_completed_by_the_next_operation(tmp_path: Path) -> None:

@@ -13,7 +13,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from replan.state.fileio import atomic_write_text, ensure_private_dir, folder_lock, fsync_dir
+from replan.state.fileio import (
+    atomic_write_text,
+    ensure_private_dir,
+    folder_lock,
+    fsync_dir,
+    remove_leftover_temp_files,
+)
 from replan.state.plans.model import (
     InvalidPlan,
     Plan,
@@ -70,9 +76,7 @@ class FilesystemPlanStorage:
         with self._write_lock():
             plan = apply_update(self.get(update.name), update)
             path = self.path_of(plan.name)
-            # Temporary files left by writers killed mid-write; no live writer holds the lock.
-            for leftover in self.directory.glob(f".{path.name}.*.tmp"):
-                leftover.unlink(missing_ok=True)
+            remove_leftover_temp_files(self.directory, path.name)
             atomic_write_text(path, plan.model_dump_json(indent=2) + "\n")
             return plan
 
