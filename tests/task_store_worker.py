@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from replan.state.task_store import JOURNAL_FILE
 from replan.tools import task_tools
@@ -42,11 +44,12 @@ def hold(folder: str, when: str, file: str, gate: str, tool: str, args: str) -> 
         if at_file and when == "after" and journal.exists():
             hold_here(Path(gate))
 
-    os.replace = replace  # the store's atomic writes rename through this
     tools = {t.name: t for t in task_tools(store=folder)}
-    print(tools[tool].invoke(json.loads(args)))
+    with mock.patch.object(os, "replace", replace):  # the store's atomic writes rename here
+        print(tools[tool].invoke(json.loads(args)))
     sys.exit(f"the call finished without passing {when} {file}")
 
 
 if __name__ == "__main__":
-    {"hammer": hammer, "hold": hold}[sys.argv[1]](*sys.argv[2:])
+    commands: dict[str, Callable[..., None]] = {"hammer": hammer, "hold": hold}
+    commands[sys.argv[1]](*sys.argv[2:])

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from langchain_core.tools import tool
@@ -23,7 +22,8 @@ from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
 @tool
 def fetch_page(url: str) -> str:
     """Fetch a web page (through a service that is down)."""
-    raise openai.APIConnectionError(request=httpx.Request("GET", url))
+    with openai.DefaultHttpxClient() as client:  # the HTTP library of this openai version
+        raise openai.APIConnectionError(request=client.build_request("GET", url))
 
 
 @both_modes

@@ -27,7 +27,7 @@ def tools_by_name(folder: Path) -> dict[str, Any]:
     return {t.name: t for t in task_tools(store=folder)}
 
 
-def worker(*args: str | Path) -> subprocess.Popen[str]:
+def worker(*args: str | Path | int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.task_store_worker", *map(str, args)],
         cwd=ROOT,
