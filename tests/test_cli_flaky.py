@@ -26,7 +26,8 @@ def _cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 def test_intermittent_500_and_429_are_retried(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every other request fails (500, then 429); the client's retries absorb it."""
+    """Every other request fails (500, then 429) and the first turn fails twice: retries of
+    the model client, set per run (`--max-retries`, `Context.max_retries`), absorb it all."""
     counter = itertools.count()
     errors = itertools.cycle(
         [http_error(500, "hiccup", retry_after_ms=5), http_error(429, retry_after_ms=5)]

@@ -72,22 +72,6 @@ def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer, mode: Mode)
     assert sum(len(m.tool_call_chunks) for m in planner) > 3  # the plan arrives in pieces
 
 
-def test_occasional_http_500_and_429_are_retried(server: ScriptedOpenAIServer) -> None:
-    flaky = iter([500, None, 429, None, None, 500, None])
-
-    def respond(request: dict[str, Any]) -> Any:
-        status = next(flaky, None)
-        if status is not None:
-            return http_error(status, "try again", retry_after_ms=1)
-        return plan_execute_script.respond(request)
-
-    server.responder = respond
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=2))
-
-    assert result["response"].startswith("All 2 steps")
-    assert len(server.requests) == 5 + 3  # 5 model calls, 3 of them retried once
-
-
 def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
     server.push(*[http_error(500, "down for good", retry_after_ms=1)] * 2)
     with pytest.raises(Exception, match="down for good"):

@@ -8,13 +8,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from replan.state.fileio import LOCK_FILE
 from replan.state.plans import (
     MAX_NAME_LENGTH,
-    NAME_PATTERN,
     FilesystemPlanStorage,
     InvalidPlan,
     PlanCorrupt,
@@ -25,22 +22,10 @@ from replan.state.plans import (
 )
 from replan.state.plans.storage import apply_update, decode_plan
 
-VALID_NAMES = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,63}", fullmatch=True)
 
-
-@given(VALID_NAMES)
+@pytest.mark.parametrize("name", ["a", "7", "release-2", "q3_review-draft", "x" * MAX_NAME_LENGTH])
 def test_valid_names_are_kept_exactly(name: str) -> None:
     assert validate_name(name) == name
-
-
-@given(st.text(max_size=80))
-def test_any_other_name_is_refused_never_rewritten(name: str) -> None:
-    valid = NAME_PATTERN.fullmatch(name) is not None and len(name) <= MAX_NAME_LENGTH
-    if valid:
-        assert validate_name(name) == name
-    else:
-        with pytest.raises(InvalidPlan):
-            validate_name(name)
 
 
 def test_names_that_a_slugifier_would_merge_stay_distinct() -> None:

@@ -111,13 +111,6 @@ def test_malformed_arguments_become_invalid_tool_calls(server: ScriptedOpenAISer
     assert reply.invalid_tool_calls[0]["args"] == '{"city": "Oslo"'
 
 
-def test_http_errors_are_retried_by_chatopenai(server: ScriptedOpenAIServer) -> None:
-    server.push(http_error(500, "boom", retry_after_ms=1), http_error(429, retry_after_ms=1))
-    server.push(text("recovered"))
-    assert chat(server, max_retries=2).invoke("hi").content == "recovered"
-    assert len(server.requests) == 3
-
-
 def test_http_error_surfaces_status_and_message(server: ScriptedOpenAIServer) -> None:
     server.push(http_error(429, "slow down"))
     with pytest.raises(openai.RateLimitError, match="slow down"):
