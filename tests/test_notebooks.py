@@ -27,7 +27,11 @@ def test_the_notebook_is_stored_without_outputs(path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
-def test_the_notebook_runs_without_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_notebook_runs_from_a_plain_install(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel starts outside the repository: only the installed `replan` is importable
+    (not the test suite's helpers)."""
     for name, value in OFFLINE_ENV.items():  # the kernel inherits this environment
         monkeypatch.setenv(name, value)
     notebook = nbformat.read(path, as_version=4)
@@ -35,6 +39,6 @@ def test_the_notebook_runs_without_errors(path: Path, monkeypatch: pytest.Monkey
         notebook,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
-        resources={"metadata": {"path": str(REPO)}},
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()  # raises CellExecutionError naming the failing cell
