@@ -32,28 +32,35 @@ def test_a_smaller_max_iterations_for_the_run_stops_it_earlier(mode: Mode) -> No
     assert result["stop_reason"] == "max_iterations" and "2" in result["response"]
 
 
+def _bound(name: str, value: int, given: str) -> tuple[dict[str, int], Context | None]:
+    """Build arguments and run context giving bound `name` the `value`, as `given` says."""
+    if given == "build":
+        return {name: value}, None
+    return {name: 1}, Context(**{name: value})
+
+
 @both_modes
-def test_a_larger_max_iterations_for_the_run_is_not_cut_by_the_recursion_limit(
-    mode: Mode,
-) -> None:
+@pytest.mark.parametrize("given", ["build", "context"])
+def test_many_rounds_are_not_cut_by_the_recursion_limit(given: str, mode: Mode) -> None:
     rounds = 30  # 2 super-steps a round: beyond LangGraph's default limit of 25
     model = _endless(rounds)
-    graph = build_plan_execute_graph(model, max_iterations=1)
-    result = run(graph, "Go on", mode, context=Context(max_iterations=rounds))
+    build, context = _bound("max_iterations", rounds, given)
+    result = run(build_plan_execute_graph(model, **build), "Go on", mode, context=context)
 
     assert len(result["executed_steps"]) == rounds
     assert result["stop_reason"] == "max_iterations"
 
 
-def test_executor_max_steps_for_the_run_allows_a_longer_step() -> None:
+@pytest.mark.parametrize("given", ["build", "context"])
+def test_a_long_step_is_not_cut_by_the_recursion_limit(given: str) -> None:
     turns = 15  # 15 model turns and 14 tool runs in the executor's loop
     model = FakeChatModel(
         planner=[plan("list the tasks many times")],
         executor=[*[call("TaskList")] * (turns - 1), text("listed them all")],
         replanner=[respond("ok")],
     )
-    graph = build_plan_execute_graph(model, executor_max_steps=2)
-    result = run(graph, "Loop a while", context=Context(executor_max_steps=turns))
+    build, context = _bound("executor_max_steps", turns, given)
+    result = run(build_plan_execute_graph(model, **build), "Loop a while", context=context)
 
     assert len(model.requests_of("executor")) == turns
     assert result["executed_steps"][0]["result"] == "listed them all"

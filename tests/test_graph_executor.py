@@ -97,18 +97,6 @@ def test_tool_errors_go_back_to_the_model_not_up_the_stack() -> None:
     assert result["executed_steps"][0]["result"] == "there is no task 99"
 
 
-def test_a_long_step_within_budget_is_not_cut_by_the_recursion_limit() -> None:
-    # 12 model turns plus 11 tool runs: more super-steps than the outer graph's limit allows.
-    model = FakeChatModel(
-        planner=[plan("list the tasks many times")],
-        executor=[*[call("TaskList")] * 11, text("listed them all")],
-        replanner=[respond("ok")],
-    )
-    graph = build_plan_execute_graph(model, max_iterations=1, executor_max_steps=12)
-    result = run(graph, "Loop a while")
-    assert result["executed_steps"][0]["result"] == "listed them all"
-
-
 @both_modes
 def test_malformed_arguments_get_an_error_reply_and_the_model_calls_again(mode: Mode) -> None:
     bad = malformed("TaskCreate", '{"subject": "Coll')

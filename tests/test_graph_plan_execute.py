@@ -100,18 +100,6 @@ def test_max_iterations_ends_with_a_plain_not_finished_response(mode: Mode) -> N
     assert "step three" in response
 
 
-def test_recursion_limit_fits_max_iterations() -> None:
-    rounds = 15  # 2 nodes per round: more than LangGraph's default limit of 25
-    model = FakeChatModel(
-        planner=[plan("step")],
-        executor=[text("done a bit")] * rounds,
-        replanner=[plan("step")] * rounds,
-    )
-    result = run(build_plan_execute_graph(model, max_iterations=rounds), "Keep going")
-    assert len(result["executed_steps"]) == rounds
-    assert "not finished" in result["response"]
-
-
 @both_modes
 def test_caller_tools_reach_executor_and_planner(mode: Mode) -> None:
     @tool

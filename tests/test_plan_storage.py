@@ -233,7 +233,7 @@ def test_retrying_writers_never_lose_an_update(storage: PlanStorage) -> None:
     write(storage, name="counter", content="0")
     per_thread, thread_count = 8, 4
 
-    def increment() -> None:
+    def increment(_: int) -> None:
         for _ in range(per_thread):
             while True:
                 plan = storage.get("counter")
@@ -249,11 +249,7 @@ def test_retrying_writers_never_lose_an_update(storage: PlanStorage) -> None:
                 except PlanConflict:
                     continue
 
-    threads = [threading.Thread(target=increment) for _ in range(thread_count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    race(thread_count, increment)
     final = storage.get("counter")
     assert final is not None
     assert (final.content, final.revision) == (
