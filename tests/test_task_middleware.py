@@ -429,6 +429,7 @@ agent.invoke({"messages": [("user", "plan")]})
 """
 
 
+@pytest.mark.slow
 def test_agents_in_two_processes_share_one_list_through_a_folder(tmp_path: Path) -> None:
     folder = tmp_path / "team-tasks"
     subprocess.run([sys.executable, "-c", CHILD, str(folder)], cwd=REPO, check=True)
