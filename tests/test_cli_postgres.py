@@ -43,6 +43,7 @@ def folders(root: Path, *names: str) -> list[Path]:
     return made
 
 
+@pytest.mark.slow
 def test_a_run_started_in_one_folder_is_resumed_from_another(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -100,6 +101,7 @@ def test_an_unusable_database_url_is_one_line_and_exit_code_7(
     assert says in outcome.err and "s3cret" not in outcome.err
 
 
+@pytest.mark.slow
 def test_a_missing_database_on_a_live_server_is_reported_by_a_real_process(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -113,6 +115,7 @@ def test_a_missing_database_on_a_live_server_is_reported_by_a_real_process(
     assert server.requests == []
 
 
+@pytest.mark.slow
 def test_losing_the_server_mid_run_is_one_line_and_the_run_resumes(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -159,6 +162,7 @@ def test_the_dev_checkpointer_follows_replan_dev_db_to_postgres(
     assert listed.out.splitlines() == ["studio\tfinished\tFrom Studio in 2 steps"]
 
 
+@pytest.mark.slow
 def test_without_the_postgres_extra_the_core_imports_and_a_url_says_what_to_install() -> None:
     code = (
         "import sys\n"
