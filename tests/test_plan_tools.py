@@ -17,7 +17,7 @@ from langgraph.prebuilt import ToolNode
 from replan.state.plans import FilesystemPlanStorage, InMemoryPlanStorage, PlanStorage
 from replan.tools import plan_tools
 from replan.tools.plan_descriptions import FIELD_DESCRIPTIONS, TOOL_DESCRIPTIONS
-from tests.plan_support.backends import BACKENDS, corrupt, open_storage
+from tests.plan_support.backends import BACKENDS, Backend, corrupt
 
 TOOL_NAMES = [
     "write_plan",
@@ -337,10 +337,16 @@ def test_a_graph_tool_node_turns_every_failure_into_an_error_message(agent: Agen
     ],
 )
 def test_a_lone_surrogate_is_refused_alike_by_every_storage(
-    backend: str, args: dict[str, Any], workspace: Path, tmp_path: Path
+    backend: str,
+    args: dict[str, Any],
+    workspace: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     """A model's JSON can carry "\\ud800"; no storage may keep it or fail on it."""
-    agent = Agent(open_storage(backend, tmp_path), workspace)
+    storages = Backend.for_test(backend, request, tmp_path)
+    request.addfinalizer(storages.close)
+    agent = Agent(storages.open(), workspace)
     message = agent.error("write_plan", name="notes", **args)
     assert "surrogate" in message and "call again" in message
     assert agent.ok("list_plans")["plans"] == []
