@@ -13,9 +13,9 @@ client retries a failing server, then `model_errors` reports it as `ModelUnavail
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
-import threading
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
@@ -119,18 +119,10 @@ async def _acheck_reply(response: Any) -> None:
         _refuse_unusable(response, await response.aread())
 
 
-_SYNC_HTTP_CLIENT: list[openai.DefaultHttpxClient] = []
-_SYNC_HTTP_CLIENT_LOCK = threading.Lock()
-
-
+@functools.cache
 def _sync_http_client() -> openai.DefaultHttpxClient:
     """One pooled sync HTTP client per process, checking chat completion replies."""
-    with _SYNC_HTTP_CLIENT_LOCK:
-        if not _SYNC_HTTP_CLIENT:
-            _SYNC_HTTP_CLIENT.append(
-                openai.DefaultHttpxClient(event_hooks={"response": [_check_reply]})
-            )
-        return _SYNC_HTTP_CLIENT[0]
+    return openai.DefaultHttpxClient(event_hooks={"response": [_check_reply]})
 
 
 _ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[
