@@ -20,3 +20,7 @@ class PlanExecuteError(ReplanError):
         self.problem = problem
         self.sent = sent
         super().__init__(f"{node}: {problem} (the model sent: {sent})")
+
+
+class InvalidInputError(ReplanError, ValueError):
+    """The graph was given input it cannot work on (e.g. an objective with no text)."""

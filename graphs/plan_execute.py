@@ -7,11 +7,14 @@ persist and resume runs); `graph` is the same graph without a checkpointer, whic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -31,12 +34,67 @@ from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.review import PlanReviewNode
 from replan.graphs.state import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from replan.graphs.steps import dual_node
-from replan.tools.task_descriptions import Language
-from replan.tools.task_tools import task_tools
+from replan.tools.task_descriptions import Language, check_language
+from replan.tools.task_tools import TASK_TOOL_NAMES, task_tools
 
 GRAPH_NAME = "plan_execute"
 RECURSION_LIMIT = 2 * MAX_BOUND + 10
 """Room for the most rounds any run may ask for; the round counter ends a run well before."""
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Tool names the OpenAI API accepts (other servers are at least as strict)."""
+
+
+def check_tools(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """The caller's tools as a list; refuse what a model server or the graph could not use.
+
+    Each must be a LangChain tool whose name the OpenAI API accepts; names must be unique and
+    must not be one of the task tools' names, which the graph adds itself.
+    """
+    if isinstance(tools, str | bytes | BaseTool) or not isinstance(tools, Sequence):
+        raise TypeError(f"tools must be a list of LangChain tools, not {type(tools).__name__}")
+    seen: set[str] = set()
+    for position, item in enumerate(tools):
+        if not isinstance(item, BaseTool):
+            raise TypeError(
+                f"tools[{position}] is a {type(item).__name__}, not a LangChain tool: wrap a "
+                "function with langchain_core.tools.tool"
+            )
+        if not TOOL_NAME.fullmatch(item.name):
+            raise ValueError(
+                f"tool name {item.name!r} is refused by the OpenAI API: use 1 to 64 letters, "
+                "digits, '_' or '-'"
+            )
+        if item.name in TASK_TOOL_NAMES:
+            raise ValueError(
+                f"tool name {item.name!r} is taken by a task tool the graph adds itself; "
+                "rename your tool"
+            )
+        if item.name in seen:
+            raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
+        seen.add(item.name)
+    return list(tools)
+
+
+def check_build_arguments(
+    model: Any, checkpointer: Any, prompts: Any, language: Any
+) -> tuple[Prompts, Language]:
+    """Refuse build arguments of the wrong type now, not in the middle of a run.
+
+    Returns the prompts to use and the checked language.
+    """
+    if model is not None and not (
+        isinstance(model, Runnable) and callable(getattr(model, "bind_tools", None))
+    ):
+        raise TypeError(
+            f"model must be a LangChain chat model with tool calling, not {type(model).__name__}"
+        )
+    if checkpointer is not None and not isinstance(checkpointer, bool | BaseCheckpointSaver):
+        raise TypeError(
+            f"checkpointer must be a LangGraph checkpointer, not {type(checkpointer).__name__}"
+        )
+    if prompts is not None and not isinstance(prompts, Prompts):
+        raise TypeError(f"prompts must be a replan Prompts, not {type(prompts).__name__}")
+    return prompts or DEFAULT_PROMPTS, check_language(language)
 
 
 def after_planner(
@@ -69,6 +127,7 @@ def build_plan_execute_graph(
         model: Any LangChain chat model with tool calling. When None, each run builds a
             `ChatOpenAI` from its `Context` (model name, base URL, temperature, retries).
         tools: The caller's tools for the executor; the four task tools are always added.
+            Names must be unique, accepted by the OpenAI API and not a task tool's name.
         checkpointer: Saver for persistence, resume and the plan approval pause.
         max_iterations: Default most execute→replan rounds (a run's `Context` may set its
             own); past it the run ends with a response that says the objective was not
@@ -79,14 +138,16 @@ def build_plan_execute_graph(
             answered without a usable `plan`/`respond` call before `PlanExecuteError`.
         prompts: Replacement texts (see `replan.graphs.prompts`).
         language: Language of the task tools' descriptions ("en" or "zh").
+
+    Raises TypeError or ValueError, naming the argument, for anything a run could not use.
     """
+    texts, language = check_build_arguments(model, checkpointer, prompts, language)
     bounds = Bounds(
         max_iterations=max_iterations,
         executor_max_steps=executor_max_steps,
         mistake_retries=mistake_retries,
     )
-    texts = prompts or DEFAULT_PROMPTS
-    all_tools = [*tools, *task_tools(language=language)]
+    all_tools = [*check_tools(tools), *task_tools(language=language)]
     planner = Planner(model, all_tools, texts, bounds)
     executor = Executor(model, all_tools, texts, bounds)
     builder = StateGraph(

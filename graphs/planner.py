@@ -23,7 +23,7 @@ from replan.graphs.chat_model import ask_model, resolve_model
 from replan.graphs.context import Bounds, Context
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import PlanExecuteState, briefing, format_plan
+from replan.graphs.state import PlanExecuteState, briefing, format_plan, require_objective
 from replan.graphs.steps import Steps
 from replan.tools.arguments import validation_problems
 
@@ -168,6 +168,7 @@ class Planner:
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
+        require_objective(state)
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
         args = yield from decide(

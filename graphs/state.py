@@ -14,6 +14,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph import add_messages
 from typing_extensions import TypedDict
 
+from replan.graphs.errors import InvalidInputError
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import TasksState, update_task_context
@@ -66,6 +67,21 @@ class ExecutorState(TasksState, total=False):
 def objective_text(messages: list[AnyMessage]) -> str:
     """The objective: the text of the user's messages, in order."""
     return "\n\n".join(m.text for m in messages if isinstance(m, HumanMessage))
+
+
+def require_objective(state: PlanExecuteInput) -> str:
+    """The objective of a run; `InvalidInputError` when the user's messages hold no text.
+
+    Checked before any model call: an empty input, no user message, only a system message or
+    only whitespace would otherwise make the model plan for nothing.
+    """
+    objective = objective_text(state.get("messages") or [])
+    if not objective.strip():
+        raise InvalidInputError(
+            "the input has no objective: give at least one user message with text, e.g. "
+            '{"messages": [{"role": "user", "content": "Compare three task queues"}]}'
+        )
+    return objective
 
 
 def format_plan(steps: list[str]) -> str:

@@ -8,6 +8,7 @@ call that raises `TaskError` leaves the context exactly as it was.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,6 +139,13 @@ class TaskContext(BaseModel):
         metadata: Mapping[str, Any] | None = None,
     ) -> Task:
         """Append a pending task with the next free ID and return it."""
+        _check_types(
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            owner=owner,
+            metadata=metadata,
+        )
         if not subject or not subject.strip():
             raise TaskError("A task needs a subject: a short imperative title such as 'Run tests'.")
         next_id = max(self.high_watermark, self._highest_id()) + 1
@@ -174,6 +182,15 @@ class TaskContext(BaseModel):
         already is skipped, and edges that would form a cycle are refused together. When this
         update completes the last unfinished task, the list is cleared (unless turned off).
         """
+        _check_types(
+            subject=subject,
+            description=description,
+            active_form=active_form,
+            status=status,
+            owner=owner,
+            metadata=metadata,
+        )
+        add_blocks, add_blocked_by = _id_list(add_blocks), _id_list(add_blocked_by)
         index = self._index()
         tid = self._existing_id(task_id, index)
         if status is not None and status not in UPDATE_STATUSES:
@@ -185,7 +202,7 @@ class TaskContext(BaseModel):
             return TaskUpdateResult(task_id=tid, deleted=True)
         if subject is not None and not subject.strip():
             raise TaskError("The subject cannot be empty; leave it out to keep the current one.")
-        new_edges = self._new_edges(tid, list(add_blocks), list(add_blocked_by), index)
+        new_edges = self._new_edges(tid, add_blocks, add_blocked_by, index)
 
         task = index[tid]
         changed = _assign_fields(
@@ -311,6 +328,35 @@ def find_cycle(
                 path.append(step)
                 iterators.append(iter(successors.get(step, ())))
     return None
+
+
+def _check_types(**values: Any) -> None:
+    """Refuse arguments of the wrong type before anything changes (text fields, metadata)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name != "metadata":
+            if not isinstance(value, str):
+                raise TaskError(f"{name} must be text, not {_kind(value)}.")
+            continue
+        if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+            raise TaskError(f"metadata must be an object with text keys, not {_kind(value)}.")
+        try:
+            json.dumps(dict(value), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise TaskError(f"metadata must hold JSON values only ({error}).") from error
+
+
+def _id_list(values: Iterable[str]) -> list[str]:
+    """Well-formed task IDs given as a list (or other iterable), never as one bare string."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise TaskError(f"Dependencies must be a list of task IDs, not {_kind(values)}.")
+    return [parse_task_id(value) for value in values]
+
+
+def _kind(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _without_nulls(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,10 +30,12 @@ from types import TracebackType
 from typing import Any
 
 __all__ = [
+    "BROKEN_REPLIES",
     "Reply",
     "Responder",
     "ScriptedOpenAIServer",
     "http_error",
+    "raw",
     "text",
     "tool_call",
     "tool_calls",
@@ -52,13 +54,19 @@ class ToolCallSpec:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: assistant text, tool calls, or an HTTP error."""
+    """One scripted answer: assistant text, tool calls, an HTTP error, or a raw HTTP 200 body
+    (`body` with `content_type`, sent as is whether or not a stream was asked for)."""
 
     content: str | None = None
     calls: tuple[ToolCallSpec, ...] = ()
     status: int = 200
     error_message: str = ""
     retry_after_ms: float | None = None
+    body: str | None = None
+    content_type: str = "application/json"
+    call_ids: tuple[str | None, ...] = ()
+    """Ids for `calls` as a broken server sends them (repeated, "" or None: left out);
+    empty means distinct ids."""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -78,14 +86,44 @@ def tool_call(name: str, args: dict[str, Any] | str) -> Reply:
     return Reply(calls=(ToolCallSpec(name, _arguments(args)),))
 
 
-def tool_calls(calls: Sequence[tuple[str, dict[str, Any] | str]]) -> Reply:
-    """An assistant message with several parallel tool calls, in order."""
-    return Reply(calls=tuple(ToolCallSpec(name, _arguments(args)) for name, args in calls))
+def tool_calls(
+    calls: Sequence[tuple[str, dict[str, Any] | str]], *, ids: Sequence[str | None] = ()
+) -> Reply:
+    """An assistant message with several parallel tool calls, in order; `ids` overrides the
+    call ids (None leaves a call's id out)."""
+    specs = tuple(ToolCallSpec(name, _arguments(args)) for name, args in calls)
+    return Reply(calls=specs, call_ids=tuple(ids))
+
+
+def _call_id(reply: Reply, completion_id: str, index: int) -> dict[str, str]:
+    """The `id` field of a call (none at all when the script leaves it out)."""
+    if not reply.call_ids:
+        return {"id": f"call_{completion_id}_{index}"}
+    given = reply.call_ids[index]
+    return {} if given is None else {"id": given}
 
 
 def http_error(status: int, message: str = "", *, retry_after_ms: float | None = None) -> Reply:
     """An HTTP error with an OpenAI-style error body; `retry_after_ms` sets `retry-after-ms`."""
     return Reply(status=status, error_message=message, retry_after_ms=retry_after_ms)
+
+
+def raw(body: str, content_type: str = "application/json") -> Reply:
+    """HTTP 200 with exactly this body and content type: how broken servers answer."""
+    return Reply(body=body, content_type=content_type)
+
+
+_COMPLETION_HEAD = {"id": "chatcmpl-broken", "object": "chat.completion", "created": 0}
+BROKEN_REPLIES: dict[str, Reply] = {
+    "no choices": raw(json.dumps({**_COMPLETION_HEAD, "model": "scripted-model"})),
+    "empty choices": raw(json.dumps({**_COMPLETION_HEAD, "choices": []})),
+    "choice without message": raw(
+        json.dumps({**_COMPLETION_HEAD, "choices": [{"index": 0, "finish_reason": "stop"}]})
+    ),
+    "not JSON": raw("<html><body>502 Bad Gateway</body></html>"),
+    "text/plain": raw("upstream model overloaded, try later", "text/plain"),
+}
+"""HTTP 200 replies that are not usable chat completions, by what is wrong with them."""
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
@@ -102,7 +140,7 @@ def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any
     if reply.calls:
         message["tool_calls"] = [
             {
-                "id": f"call_{completion_id}_{i}",
+                **_call_id(reply, completion_id, i),
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
             }
@@ -141,7 +179,7 @@ def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], 
     for i, call in enumerate(reply.calls):
         head = {
             "index": i,
-            "id": f"call_{completion_id}_{i}",
+            **_call_id(reply, completion_id, i),
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
@@ -178,10 +216,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         """Keep test output quiet."""
 
-    def _send_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        data = json.dumps(body).encode()
+    def _send(
+        self,
+        status: int,
+        body: dict[str, Any] | str,
+        headers: dict[str, str],
+        content_type: str = "application/json",
+    ) -> None:
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)
@@ -191,15 +235,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
-            self._send_json(200, {"object": "list", "data": [model]}, {})
+            self._send(200, {"object": "list", "data": [model]}, {})
         else:
-            self._send_json(404, _error_body(404, f"no route {self.path}"), {})
+            self._send(404, _error_body(404, f"no route {self.path}"), {})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send_json(404, _error_body(404, f"no route {self.path}"), {})
+            self._send(404, _error_body(404, f"no route {self.path}"), {})
             return
         reply = self.server.owner.next_reply(body)
         try:
@@ -212,12 +256,15 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {}
             if reply.retry_after_ms is not None:
                 headers["retry-after-ms"] = str(reply.retry_after_ms)
-            self._send_json(reply.status, _error_body(reply.status, reply.error_message), headers)
+            self._send(reply.status, _error_body(reply.status, reply.error_message), headers)
+            return
+        if reply.body is not None:
+            self._send(200, reply.body, {}, reply.content_type)
             return
         completion_id = f"chatcmpl-{next(self.server.ids)}"
         created = int(time.time())
         if not body.get("stream"):
-            self._send_json(200, _completion(reply, completion_id, created), {})
+            self._send(200, _completion(reply, completion_id, created), {})
             return
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self.send_response(200)

@@ -11,7 +11,7 @@ import pytest
 
 from tests import plan_execute_script as script
 from tests.cli_support.harness import invoke
-from tests.scripted_openai import Reply, ScriptedOpenAIServer, http_error
+from tests.scripted_openai import BROKEN_REPLIES, Reply, ScriptedOpenAIServer, http_error
 
 ANSWER = "All 3 steps of [flaky in 3 steps] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
 
@@ -74,3 +74,31 @@ def test_server_down_for_the_executor_then_healthy_resumes(
         roles = [script.classify(r).role for r in server.requests]
         assert roles.count("planner") == 1
         assert script.executor_steps(server.requests) == [1, 1, 1, 1, 2, 3]
+
+
+@pytest.mark.parametrize("kind", list(BROKEN_REPLIES))
+def test_a_server_sending_no_chat_completion_stops_with_one_line_and_resumes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    broken = True
+
+    def replanner_broken(request: dict[str, Any]) -> Reply:
+        if broken and script.classify(request).role == "replanner":
+            return BROKEN_REPLIES[kind]
+        return script.respond(request)
+
+    with ScriptedOpenAIServer(replanner_broken) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        failed = invoke(capsys, "run", "Flaky in 3 steps", "--thread-id", "b", "--max-retries", "0")
+        assert failed.code == 3 and failed.out == ""
+        assert "Traceback" not in failed.err
+        error, hint = failed.err.splitlines()[-2:]
+        assert error.startswith("replan: replanner: the model server sent ")
+        assert " ".join((BROKEN_REPLIES[kind].body or "").split())[:30] in error
+        assert hint == "The run is saved; continue it with: replan resume --thread-id b"
+
+        broken = False
+        resumed = invoke(capsys, "resume", "--thread-id", "b")
+        assert (resumed.code, resumed.out.strip()) == (0, ANSWER), resumed.err
+        roles = [script.classify(r).role for r in server.requests]
+        assert roles.count("planner") == 1 and script.executor_steps(server.requests) == [1, 2, 3]

@@ -109,6 +109,16 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 2
 
 
+@pytest.mark.parametrize("objective", ["", "   ", "\n\t"])
+def test_an_empty_objective_is_a_usage_error_before_anything_is_stored(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], objective: str
+) -> None:
+    refused = invoke(capsys, "run", objective, "--thread-id", "e")
+    assert (refused.code, refused.out) == (2, "")
+    assert refused.err.strip() == "replan: the objective is empty: say what the run should achieve"
+    assert server.requests == [] and not Path("replan.sqlite").exists()
+
+
 def test_missing_api_key_is_one_line_exit_3(
     server: ScriptedOpenAIServer,
     monkeypatch: pytest.MonkeyPatch,

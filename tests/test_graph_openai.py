@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessageChunk
 
+from replan.graphs.chat_model import unusable_reply_problem
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script
 from tests.fake_models import Mode, both_modes, run, stream
-from tests.scripted_openai import Reply, ScriptedOpenAIServer, http_error, text, tool_call
+from tests.scripted_openai import (
+    BROKEN_REPLIES,
+    Reply,
+    ScriptedOpenAIServer,
+    http_error,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 OBJECTIVE = "Compare task queues in 2 steps"
 
@@ -132,3 +142,94 @@ def test_consecutive_event_loops_in_one_process(server: ScriptedOpenAIServer) ->
     graph = build_plan_execute_graph()
     responses = [run(graph, OBJECTIVE, "async", context=_context(server)) for _ in range(2)]
     assert all(r["response"].startswith("All 2 steps") for r in responses)
+
+
+@pytest.mark.parametrize("kind", list(BROKEN_REPLIES))
+@both_modes
+def test_a_reply_that_is_no_chat_completion_is_model_unavailable_naming_node_and_reply(
+    server: ScriptedOpenAIServer, mode: Mode, kind: str
+) -> None:
+    server.push(BROKEN_REPLIES[kind])
+    with pytest.raises(ModelUnavailableError) as caught:
+        run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server, max_retries=0))
+    message = str(caught.value)
+    assert message.startswith("planner: the model server sent ")
+    assert "\n" not in message
+    body = BROKEN_REPLIES[kind].body or ""
+    assert body[:40] in message or " ".join(body.split())[:40] in message
+    assert len(server.requests) == 1
+
+
+@both_modes
+def test_an_unusable_reply_is_retried_like_a_failing_server(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    server.push(BROKEN_REPLIES["empty choices"])
+    result = run(
+        build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server, max_retries=1)
+    )
+    assert result["response"].startswith("All 2 steps")
+    assert len(server.requests) == 1 + 5  # the broken reply, then the 5 turns of the run
+
+
+@both_modes
+def test_unusable_replies_to_the_executor_and_to_streamed_requests(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    def respond(request: dict[str, Any]) -> Reply:
+        if plan_execute_script.classify(request).role == "executor":
+            return BROKEN_REPLIES["text/plain"]
+        return plan_execute_script.respond(request)
+
+    server.responder = respond
+    with pytest.raises(ModelUnavailableError, match=r"^executor/act: .*text/plain.*overloaded"):
+        stream(
+            build_plan_execute_graph(),
+            OBJECTIVE,
+            mode,
+            stream_mode="messages",
+            context=_context(server, max_retries=1),
+        )
+    executor = [r for r in server.requests if plan_execute_script.classify(r).role == "executor"]
+    assert len(executor) == 2 and all(r.get("stream") for r in executor)
+
+
+def test_reply_checks_accept_every_usable_completion() -> None:
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
+    body = json.dumps(completion).encode()
+    assert unusable_reply_problem("application/json; charset=utf-8", body, stream=False) is None
+    assert unusable_reply_problem("text/event-stream", b"data: {}", stream=True) is None
+    assert unusable_reply_problem("application/json", body, stream=True) is not None
+
+
+@pytest.mark.parametrize("ids", [("", "", ""), ("same", "same", "same"), (None, None, None)])
+@both_modes
+def test_executor_turn_with_repeated_empty_or_missing_call_ids_loses_no_task(
+    server: ScriptedOpenAIServer, mode: Mode, ids: tuple[str | None, ...]
+) -> None:
+    first_turn = True
+
+    def respond(request: dict[str, Any]) -> Reply:
+        nonlocal first_turn
+        if plan_execute_script.classify(request).role == "executor" and first_turn:
+            first_turn = False
+            creates = [
+                ("TaskCreate", {"subject": f"Part {n}", "description": "d"}) for n in (1, 2, 3)
+            ]
+            return tool_calls(creates, ids=ids)
+        return plan_execute_script.respond(request)
+
+    server.responder = respond
+    updates = stream(
+        build_plan_execute_graph(), OBJECTIVE, mode, stream_mode="updates", context=_context(server)
+    )
+    executor = next(u["executor"] for u in updates if "executor" in u)
+    assert [t.subject for t in executor["tasks_context"].tasks] == ["Part 1", "Part 2", "Part 3"]
+    second = [r for r in server.requests if plan_execute_script.classify(r).role == "executor"][1]
+    assistant, *replies = second["messages"][-4:]
+    sent_ids = [c["id"] for c in assistant["tool_calls"]]
+    assert len(set(sent_ids)) == 3 and all(sent_ids)
+    assert [r["tool_call_id"] for r in replies] == sent_ids
+    assert [r["content"] for r in replies] == [
+        f"Task #{n} created successfully: Part {n}" for n in (1, 2, 3)
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from langgraph.prebuilt import ToolNode
 
 from replan.state.plans import FilesystemPlanStorage, InMemoryPlanStorage, PlanStorage
 from replan.tools import plan_tools
-from tests.plan_support.backends import corrupt
+from replan.tools.plan_descriptions import FIELD_DESCRIPTIONS, TOOL_DESCRIPTIONS
+from tests.plan_support.backends import BACKENDS, Backend, corrupt
 
 TOOL_NAMES = [
     "write_plan",
@@ -322,3 +324,65 @@ def test_a_graph_tool_node_turns_every_failure_into_an_error_message(agent: Agen
     ]
     assert json.loads(replies[0].content)["revision"] == 1
     assert "list_plans" in replies[1].content
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"content": "step \ud800 one"},
+        {"content": "# ok", "title": "lone \udfff"},
+        {"content": "# ok", "author": "\ud83d"},
+        {"content": "# ok", "status": "draft\udc00"},
+    ],
+)
+def test_a_lone_surrogate_is_refused_alike_by_every_storage(
+    backend: str,
+    args: dict[str, Any],
+    workspace: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A model's JSON can carry "\\ud800"; no storage may keep it or fail on it."""
+    storages = Backend.for_test(backend, request, tmp_path)
+    request.addfinalizer(storages.close)
+    agent = Agent(storages.open(), workspace)
+    message = agent.error("write_plan", name="notes", **args)
+    assert "surrogate" in message and "call again" in message
+    assert agent.ok("list_plans")["plans"] == []
+    agent.ok("write_plan", name="notes", content="# fine")
+    assert "surrogate" in agent.error("set_plan_status", name="notes", status="\ud800")
+    assert agent.ok("read_plan", name="notes")["status"] == ""
+
+
+@pytest.mark.parametrize("status", ["", "   "])
+def test_set_plan_status_refuses_an_empty_status(agent: Agent, status: str) -> None:
+    agent.ok("write_plan", name="release", content="# v1", status="draft")
+    assert "status must not be empty" in agent.error(
+        "set_plan_status", name="release", status=status
+    )
+    assert agent.ok("get_plan_status", name="release") == {
+        "name": "release",
+        "status": "draft",
+        "revision": 1,
+    }
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_descriptions_come_in_the_task_tools_languages(language: str, workspace: Path) -> None:
+    tools = plan_tools(InMemoryPlanStorage(), workspace=workspace, language=language)  # type: ignore[arg-type]
+    assert [tool.name for tool in tools] == TOOL_NAMES
+    assert [tool.description for tool in tools] == list(TOOL_DESCRIPTIONS[language].values())  # type: ignore[index]
+    properties = tools[0].tool_call_schema.model_json_schema()["properties"]  # type: ignore[union-attr]
+    described = {field: spec["description"] for field, spec in properties.items()}
+    assert described == {
+        field: FIELD_DESCRIPTIONS[language][field]  # type: ignore[index]
+        for field in ("name", "content", "title", "author", "status", "last_known_revision")
+    }
+    chinese = [tool.description for tool in tools if re.search("[\u4e00-\u9fff]", tool.description)]
+    assert len(chinese) == (8 if language == "zh" else 0)
+
+
+def test_plan_tools_refuse_an_unknown_language(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="en, zh"):
+        plan_tools(InMemoryPlanStorage(), workspace=workspace, language="fr")  # type: ignore[arg-type]

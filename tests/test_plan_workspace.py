@@ -33,13 +33,23 @@ def test_reads_and_writes_relative_paths_inside(workspace: Workspace, root: Path
 
 
 @pytest.mark.parametrize(
-    "path", ["../secret.txt", "docs/../../secret.txt", "/etc/hostname", "", "a\0b", "."]
+    "path",
+    ["../secret.txt", "docs/../../secret.txt", "/etc/hostname", "", "a\0b", ".", "a\ud800.md"],
 )
 def test_paths_outside_or_malformed_are_refused(workspace: Workspace, path: str) -> None:
     with pytest.raises(WorkspaceError):
         workspace.read_text(path)
     with pytest.raises(WorkspaceError):
         workspace.write_text(path, "x", overwrite=True)
+
+
+def test_a_hard_link_to_an_outside_file_is_not_imported(workspace: Workspace, root: Path) -> None:
+    os.link(root.parent / "secret.txt", root / "linked.md")
+    with pytest.raises(WorkspaceError, match="hard links"):
+        workspace.read_text("linked.md")
+    workspace.write_text("linked.md", "mine", overwrite=True)  # replaces, never writes through
+    assert (root.parent / "secret.txt").read_text() == "outside"
+    assert workspace.read_text("linked.md") == "mine"
 
 
 def test_an_escape_is_refused_before_touching_the_disk(workspace: Workspace, root: Path) -> None:

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from tests import plan_execute_script as script
 from tests.scripted_openai import (
+    BROKEN_REPLIES,
     ScriptedOpenAIServer,
     http_error,
     text,
@@ -214,3 +215,28 @@ def test_plan_execute_responder_plays_a_whole_run() -> None:
     assert name == "respond"
     assert "RESULT 1/2" in reply["answer"] and "RESULT 2/2" in reply["answer"]
     assert script.executor_steps([planner, executor, replanner]) == [2]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_broken_replies_are_sent_verbatim(server: ScriptedOpenAIServer, stream: bool) -> None:
+    for reply in BROKEN_REPLIES.values():
+        server.push(reply)
+        request = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            data=json.dumps({"model": "m", "messages": [], "stream": stream}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+            assert answer.headers["Content-Type"] == reply.content_type
+            assert answer.read().decode() == reply.body
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_scripted_call_ids_may_repeat_be_empty_or_be_left_out(
+    server: ScriptedOpenAIServer, stream: bool
+) -> None:
+    calls = [("get_weather", {"city": "Oslo"})] * 3
+    server.push(tool_calls(calls, ids=["same", "", None]))
+    reply = chat(server, streaming=stream).bind_tools([get_weather]).invoke("weather?")
+    assert [c["id"] for c in reply.tool_calls] == ["same", "", None]

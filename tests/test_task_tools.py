@@ -107,6 +107,62 @@ def test_a_turn_mixing_creates_updates_reads_and_a_failure_acts_sequentially() -
     assert context.get("1").blocks == ["2"] and context.get("1").blocked_by == []
 
 
+@pytest.mark.parametrize("call_id", ["same", ""])
+def test_repeated_or_empty_call_ids_are_told_apart_by_position(call_id: str) -> None:
+    """Some servers repeat one id (or send none) for every call of a turn."""
+    calls = [
+        call("TaskCreate", call_id, subject="Step 1", description="d"),
+        call("TaskCreate", call_id, subject="Step 2", description="d"),
+        call("TaskUpdate", call_id, taskId="2", addBlockedBy=["1"]),
+        call("TaskCreate", call_id, subject="Step 3", description="d"),
+        call("TaskList", call_id),
+    ]
+    replies, context = run_turn(calls)
+    assert [r.content for r in replies[:2]] == [
+        "Task #1 created successfully: Step 1",
+        "Task #2 created successfully: Step 2",
+    ]
+    assert replies[3].content == "Task #3 created successfully: Step 3"
+    assert replies[4].content.splitlines() == [
+        "#1 [pending] Step 1",
+        "#2 [pending] Step 2 [blocked by #1]",
+        "#3 [pending] Step 3",
+    ]
+    assert [t.id for t in context.sorted_tasks()] == ["1", "2", "3"]
+    assert context.get("2").blocked_by == ["1"]
+
+
+def test_identical_copies_of_a_call_all_run_and_each_reports_every_copy() -> None:
+    """Copies with the same id, name and arguments cannot be told apart: each reply covers all."""
+    twin = call("TaskCreate", "", subject="Same", description="d")
+    calls = [twin, call("TaskUpdate", "", taskId="1", status="deleted"), twin, twin]
+    replies, context = run_turn(calls)
+    assert [t.id for t in context.sorted_tasks()] == ["2", "3"]
+    assert replies[1].content.startswith("Task #1 deleted")
+    for reply in (replies[0], replies[2], replies[3]):
+        assert reply.status == "success"
+        assert "sent 3 times" in reply.content
+        assert [line for line in reply.content.splitlines() if "Task #" in line] == [
+            f"{n}. Task #{n} created successfully: Same" for n in (1, 2, 3)
+        ]
+
+
+def test_with_repeated_ids_replies_count_off_the_calls_in_order() -> None:
+    """A graph answering calls one at a time: one reply to id "" answers the first "" call."""
+    seeded = TaskContext()
+    seeded.create("Step 1", "Do step 1")
+    calls = [
+        call("TaskCreate", "", subject="Step 1", description="Do step 1"),
+        call("TaskCreate", "", subject="Step 2", description="Do step 2"),
+    ]
+    answered = ToolMessage("Task #1 created successfully: Step 1", tool_call_id="")
+    state = {"messages": [AIMessage("", tool_calls=calls), answered], "tasks_context": seeded}
+    command = task_tools()[0].invoke({**calls[1], "args": {**calls[1]["args"], "state": state}})
+    assert command.update["messages"][0].content == "Task #2 created successfully: Step 2"
+    after = command.update["tasks_context"].apply_to(seeded)
+    assert [t.subject for t in after.tasks] == ["Step 1", "Step 2"]
+
+
 def test_calls_already_answered_are_not_replayed() -> None:
     """A graph that runs calls one at a time has the earlier results in state already."""
     first_context = TaskContext()

@@ -7,6 +7,7 @@ import copy
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,6 +172,44 @@ def test_a_failing_call_changes_nothing_even_when_some_parts_are_valid() -> None
     before = context.model_dump()
     with pytest.raises(TaskError):
         context.update("1", subject="new", status="in_progress", add_blocks=["2", "nope"])
+    assert context.model_dump() == before
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"metadata": [("k", "v")]},
+        {"metadata": {1: "v"}},
+        {"metadata": {"k": {1, 2}}},
+        {"description": 5},
+        {"owner": ["me"]},
+        {"active_form": 1.5},
+        {"status": 3},
+        {"add_blocks": "23"},
+        {"add_blocked_by": 2},
+        {"add_blocks": [None]},
+    ],
+)
+def test_wrongly_typed_arguments_are_refused_before_anything_changes(bad: dict[str, Any]) -> None:
+    """Valid parts (subject, status) come first; the bad one must still stop all of them."""
+    context = make(3)
+    before = context.model_dump()
+    with pytest.raises(TaskError):
+        context.update("1", **{"subject": "new", "status": "in_progress", **bad})
+    with pytest.raises(TaskError):
+        context.update("1", **{"status": "deleted", **bad})
+    assert context.model_dump() == before
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"subject": 5}, {"description": 5}, {"owner": 1}, {"metadata": "k=v"}],
+)
+def test_create_refuses_wrongly_typed_arguments(bad: dict[str, Any]) -> None:
+    context = make(1)
+    before = context.model_dump()
+    with pytest.raises(TaskError):
+        context.create(**{"subject": "Write", **bad})
     assert context.model_dump() == before
 
 

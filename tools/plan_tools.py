@@ -29,8 +29,9 @@ from replan.state.plans import (
     Workspace,
     WorkspaceError,
 )
-from replan.tools import plan_descriptions as text
 from replan.tools.arguments import explain_validation_error
+from replan.tools.plan_descriptions import FIELD_DESCRIPTIONS, TOOL_DESCRIPTIONS
+from replan.tools.task_descriptions import Language, check_language
 
 
 def _field(annotation: Any, description: str, **options: Any) -> Any:
@@ -38,55 +39,50 @@ def _field(annotation: Any, description: str, **options: Any) -> Any:
     return (annotation, Field(description=description, **options))
 
 
-def _args(tool: str, **fields: Any) -> type[BaseModel]:
-    """The argument schema of `tool`; fields keep the order given (name first)."""
-    return create_model(f"{tool}_args", __doc__=f"Arguments of {tool}.", **fields)
-
-
-def _name() -> Any:
-    return _field(str, text.NAME)
-
-
-def _revision() -> Any:
-    return _field(int | None, text.LAST_KNOWN_REVISION, default=None, ge=0)
-
-
-def _labels() -> dict[str, Any]:
-    """The optional fields a write keeps from the previous revision when omitted."""
-    return {
-        "title": _field(str | None, text.TITLE, default=None),
-        "author": _field(str | None, text.AUTHOR, default=None),
-        "status": _field(str | None, text.STATUS, default=None),
-        "last_known_revision": _revision(),
+def _schemas(language: Language) -> dict[str, type[BaseModel]]:
+    """Each tool's argument schema, described in `language`; fields keep the order given."""
+    says = FIELD_DESCRIPTIONS[language]
+    name = _field(str, says["name"])
+    revision = _field(int | None, says["last_known_revision"], default=None, ge=0)
+    labels = {  # the optional fields a write keeps from the previous revision when omitted
+        "title": _field(str | None, says["title"], default=None),
+        "author": _field(str | None, says["author"], default=None),
+        "status": _field(str | None, says["status"], default=None),
+        "last_known_revision": revision,
     }
-
-
-WritePlanArgs = _args("write_plan", name=_name(), content=_field(str, text.CONTENT), **_labels())
-UpdatePlanFromFileArgs = _args(
-    "update_plan_from_file", name=_name(), path=_field(str, text.IMPORT_PATH), **_labels()
-)
-ExportPlanToFileArgs = _args(
-    "export_plan_to_file",
-    name=_name(),
-    path=_field(str, text.EXPORT_PATH),
-    overwrite=_field(bool, text.OVERWRITE, default=False),
-)
-SetPlanStatusArgs = _args(
-    "set_plan_status",
-    name=_name(),
-    status=_field(str, text.NEW_STATUS),
-    last_known_revision=_revision(),
-)
-DeletePlanArgs = _args("delete_plan", name=_name(), last_known_revision=_revision())
-ReadPlanArgs = _args("read_plan", name=_name())
-GetPlanStatusArgs = _args("get_plan_status", name=_name())
-ListPlansArgs = _args("list_plans")
+    fields: dict[str, dict[str, Any]] = {
+        "write_plan": {"name": name, "content": _field(str, says["content"]), **labels},
+        "read_plan": {"name": name},
+        "list_plans": {},
+        "delete_plan": {"name": name, "last_known_revision": revision},
+        "update_plan_from_file": {
+            "name": name,
+            "path": _field(str, says["import_path"]),
+            **labels,
+        },
+        "export_plan_to_file": {
+            "name": name,
+            "path": _field(str, says["export_path"]),
+            "overwrite": _field(bool, says["overwrite"], default=False),
+        },
+        "set_plan_status": {
+            "name": name,
+            "status": _field(str, says["new_status"]),
+            "last_known_revision": revision,
+        },
+        "get_plan_status": {"name": name},
+    }
+    return {
+        tool: create_model(f"{tool}_args", __doc__=f"Arguments of {tool}.", **tool_fields)
+        for tool, tool_fields in fields.items()
+    }
 
 
 def plan_tools(
     storage: PlanStorage | None = None,
     *,
     workspace: str | os.PathLike[str] | Workspace | None = None,
+    language: Language = "en",
 ) -> list[BaseTool]:
     """write_plan, read_plan, list_plans, delete_plan, update_plan_from_file,
     export_plan_to_file, set_plan_status and get_plan_status over one storage.
@@ -94,8 +90,10 @@ def plan_tools(
     `storage` defaults to a `FilesystemPlanStorage` in the default plans folder (see
     `state.plans.default_plans_dir`). `workspace` is the only folder the file tools may read
     or write; it defaults to the working directory when `plan_tools` is called. Agents that
-    should see the same plans pass the same storage.
+    should see the same plans pass the same storage. `language` ("en" or "zh") is the
+    language of the tool and argument descriptions.
     """
+    check_language(language)
     store = storage if storage is not None else FilesystemPlanStorage()
     files = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
 
@@ -148,6 +146,8 @@ def plan_tools(
         )
 
     def set_plan_status(name: str, status: str, last_known_revision: int | None = None) -> str:
+        if not status.strip():
+            raise InvalidPlan("status must not be empty: give a label such as 'done'")
         update = PlanUpdate(
             name=name, status=status, expected_revision=last_known_revision, must_exist=True
         )
@@ -156,16 +156,19 @@ def plan_tools(
     def get_plan_status(name: str) -> str:
         return _status_view(_existing(store, name))
 
-    return [
-        _tool(write_plan, WritePlanArgs, text.WRITE_PLAN),
-        _tool(read_plan, ReadPlanArgs, text.READ_PLAN),
-        _tool(list_plans, ListPlansArgs, text.LIST_PLANS),
-        _tool(delete_plan, DeletePlanArgs, text.DELETE_PLAN),
-        _tool(update_plan_from_file, UpdatePlanFromFileArgs, text.UPDATE_PLAN_FROM_FILE),
-        _tool(export_plan_to_file, ExportPlanToFileArgs, text.EXPORT_PLAN_TO_FILE),
-        _tool(set_plan_status, SetPlanStatusArgs, text.SET_PLAN_STATUS),
-        _tool(get_plan_status, GetPlanStatusArgs, text.GET_PLAN_STATUS),
+    schemas = _schemas(language)
+    descriptions = TOOL_DESCRIPTIONS[language]
+    functions: list[Callable[..., str]] = [
+        write_plan,
+        read_plan,
+        list_plans,
+        delete_plan,
+        update_plan_from_file,
+        export_plan_to_file,
+        set_plan_status,
+        get_plan_status,
     ]
+    return [_tool(func, schemas[func.__name__], descriptions[func.__name__]) for func in functions]
 
 
 def _existing(store: PlanStorage, name: str) -> Plan:

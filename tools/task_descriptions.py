@@ -7,6 +7,15 @@ from typing import Literal
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[Language, ...] = ("en", "zh")
 
+
+def check_language(language: object) -> Language:
+    """`language` if the tools have descriptions in it; ValueError naming the choices if not."""
+    for known in LANGUAGES:
+        if language == known:
+            return known
+    raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+
+
 _WHEN_EN = (
     "Plan with tasks when a request needs three or more distinct steps, when steps depend on "
     "each other, or when the user benefits from seeing progress. Skip tasks entirely for a "

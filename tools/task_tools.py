@@ -4,10 +4,11 @@ By default the tools are state-injected: they read `tasks_context` (and `message
 graph state and answer with a `Command`. LangGraph's `ToolNode` (also inside `create_agent`)
 runs the calls of one model turn concurrently on the same state snapshot, so each call first
 replays the task calls that come before it in the same AI message, to answer as if they had
-run (the IDs it reports are the ones the list will have). It writes only its own change
-(`TaskCallChange`); the `tasks_context` reducer applies the changes in call order. The list
-therefore ends as if the calls ran one after another, in order, with the arguments they really
-ran with, even when a middleware edited or refused an earlier call of the turn.
+run (the IDs it reports are the ones the list will have). Calls are found by position, never by
+id alone: some servers repeat one id for every call or leave it empty. Each call writes only its
+own change (`TaskCallChange`); the `tasks_context` reducer applies the changes in call order.
+The list therefore ends as if the calls ran one after another, in order, with the arguments
+they really ran with, even when a middleware edited or refused an earlier call of the turn.
 
 A state without a `tasks_context` channel would silently drop those updates (LangGraph ignores
 writes to channels a graph does not have), so a call that finds no such key refuses to run and
@@ -20,7 +21,9 @@ the graph state alone, so several agents or processes can share one list.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
@@ -223,20 +226,25 @@ def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[A
         if not _state_has(state, TASKS_KEY):
             raise TasksStateMissingError(name)
         context = as_task_context(_state_value(state, TASKS_KEY)).clone()
-        for earlier in _earlier_task_calls(_state_value(state, "messages") or [], tool_call_id):
+        turn = _turn_for(_state_value(state, "messages") or [], tool_call_id, name, args)
+        outcomes: list[tuple[bool, str]] = []
+        for index, queued in enumerate(turn.calls):
             try:
-                run_task_call(context, earlier["name"], earlier["args"], **settings)
-            except (TaskError, ValidationError):
-                pass  # it failed in its own turn too, and changed nothing
-        try:
-            reply = run_task_call(context, name, args, **settings)
-        except TaskError as error:
-            raise ToolException(str(error)) from error
+                outcome = (True, run_task_call(context, queued["name"], queued["args"], **settings))
+            except (TaskError, ValidationError) as error:
+                outcome = (False, str(error))  # a refused call changes nothing
+            if index in turn.mine:
+                outcomes.append(outcome)
+        succeeded, reply = _report(outcomes)
+        if not succeeded:
+            raise ToolException(reply)
         update: dict[str, Any] = {
             "messages": [ToolMessage(reply, tool_call_id=tool_call_id, name=name)]
         }
         if name not in _READ_ONLY:
-            created = context.high_watermark if name == TASK_CREATE else None
+            # identical copies cannot tell which ID is theirs: each takes the next one in order
+            alone = name == TASK_CREATE and len(turn.mine) == 1
+            created = context.high_watermark if alone else None
             update[TASKS_KEY] = TaskCallChange(name=name, args=args, created_id=created, **settings)
         return Command(update=update)
 
@@ -269,21 +277,83 @@ def _state_value(state: Any, key: str) -> Any:
     return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
 
 
-def _earlier_task_calls(messages: Sequence[BaseMessage], tool_call_id: str) -> list[ToolCall]:
-    """Task calls made before `tool_call_id` in the same AI message that have no reply yet.
+@dataclass(frozen=True)
+class _Turn:
+    """The task calls one tool invocation runs, in order, and which of them are its own."""
 
-    Calls already answered by a ToolMessage are in the state's context already (a graph that
-    runs calls one by one), so they are not replayed.
+    calls: list[ToolCall]
+    mine: frozenset[int]
+
+
+def _turn_for(
+    messages: Sequence[BaseMessage], tool_call_id: str, name: str, args: Mapping[str, Any]
+) -> _Turn:
+    """Where this call stands in the AI message that made it, told apart by position.
+
+    The calls of the message that have no reply yet are replayed in order, up to this call,
+    which runs with the arguments it was given (a wrapper may have edited them). Some servers
+    send one id (or an empty one) for every call: then the arguments tell the calls apart.
+    Copies of this very call (same id, name and arguments) cannot be told apart, so the
+    invocation runs the message up to the last copy and reports the outcome of every copy:
+    all copies give the same reply (each still writes its own change). Outside a model turn
+    (a direct call), only this call runs.
     """
+    own = ToolCall(name=name, args=dict(args), id=tool_call_id)
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
-        if not isinstance(message, AIMessage):
+        if not isinstance(message, AIMessage) or not any(
+            c["id"] == tool_call_id for c in message.tool_calls
+        ):
             continue
-        call_ids = [call["id"] for call in message.tool_calls]
-        if tool_call_id not in call_ids:
-            continue
-        later = messages[position + 1 :]
-        answered = {reply.tool_call_id for reply in later if isinstance(reply, ToolMessage)}
-        before = message.tool_calls[: call_ids.index(tool_call_id)]
-        return [c for c in before if c["name"] in TASK_TOOL_NAMES and c["id"] not in answered]
-    return []
+        pending = _unanswered_task_calls(message, messages[position + 1 :])
+        mine = [i for i, c in enumerate(pending) if (c["id"], c["name"]) == (tool_call_id, name)]
+        if len(mine) > 1:  # a repeated id: the arguments tell the calls apart
+            signature = _signature(name, args)
+            same = [i for i in mine if _signature(name, pending[i]["args"]) == signature]
+            mine = same or mine[:1]
+        if not mine:
+            break
+        calls = [own if i in mine else c for i, c in enumerate(pending[: mine[-1] + 1])]
+        return _Turn(calls, frozenset(mine))
+    return _Turn([own], frozenset({0}))
+
+
+def _unanswered_task_calls(message: AIMessage, later: Sequence[BaseMessage]) -> list[ToolCall]:
+    """The task calls of `message` not answered by a ToolMessage in `later`.
+
+    Replies come in call order, so with repeated ids the first calls carrying an id count as
+    answered, as many as there are replies to that id. Answered calls are already in the
+    state's context (a graph that runs calls one by one) and are not replayed.
+    """
+    replies: Counter[str | None] = Counter(
+        m.tool_call_id for m in later if isinstance(m, ToolMessage)
+    )
+    pending: list[ToolCall] = []
+    for tool_call in message.tool_calls:
+        if replies[tool_call["id"]] > 0:
+            replies[tool_call["id"]] -= 1
+        elif tool_call["name"] in TASK_TOOL_NAMES:
+            pending.append(tool_call)
+    return pending
+
+
+def _signature(name: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments of a task call as the tool sees them (None when they do not validate)."""
+    try:
+        return _PLAIN_SCHEMAS[name].model_validate(dict(args)).model_dump()
+    except ValidationError:
+        return None
+
+
+def _report(outcomes: Sequence[tuple[bool, str]]) -> tuple[bool, str]:
+    """The reply to a call: its own outcome, or for identical copies, each one in turn."""
+    if len(set(outcomes)) == 1:
+        return outcomes[0]
+    lines = (
+        f"{n}. {text if ok else 'Refused: ' + text}" for n, (ok, text) in enumerate(outcomes, 1)
+    )
+    header = (
+        f"This exact call was sent {len(outcomes)} times in one message under the same call "
+        "id, so every copy gets this report. They ran in order:"
+    )
+    return any(ok for ok, _ in outcomes), "\n".join([header, *lines])

@@ -212,6 +212,8 @@ async def _guarded(run: Awaitable[ExitCode], args: argparse.Namespace) -> ExitCo
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
     """Start a new run of OBJECTIVE on a fresh (or given, unused) thread id."""
+    if not args.objective.strip():
+        raise CliError(ExitCode.USAGE, "the objective is empty: say what the run should achieve")
     async with open_checkpointer(args.db) as saver:
         if await saver.aget_tuple(_config(args)) is not None:
             raise CliError(

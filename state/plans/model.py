@@ -73,19 +73,40 @@ def validate_name(name: str) -> str:
 
 
 def validate_content(content: str) -> str:
-    """Refuse empty (or whitespace-only) and oversized plan bodies."""
+    """Refuse empty (or whitespace-only), oversized and not-quite-Unicode plan bodies."""
     if not content.strip():
         raise InvalidPlan("plan content is empty: a plan needs a body")
-    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+    if len(_utf8("content", content)) > MAX_CONTENT_BYTES:
         raise InvalidPlan(f"plan content is larger than {MAX_CONTENT_SIZE}")
     return content
 
 
 def validate_label(field: str, value: str) -> str:
-    """Refuse over-long single-line labels (title, author, status)."""
+    """Refuse over-long single-line labels (title, author, status) and lone surrogates."""
     if len(value) > MAX_LABEL_LENGTH or "\n" in value:
         raise InvalidPlan(f"{field} must be one line of at most {MAX_LABEL_LENGTH} characters")
+    _utf8(field, value)
     return value
+
+
+def lone_surrogate(text: str) -> str | None:
+    """Where `text` holds a lone surrogate ("'\\ud800' at character 5"), or None.
+
+    JSON can carry one ("\\ud800") into a Python string, but it is not Unicode text: it cannot
+    be encoded, stored or sent back to a model.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{text[exc.start]!r} at character {exc.start}"
+    return None
+
+
+def _utf8(field: str, text: str) -> bytes:
+    """`text` as UTF-8; InvalidPlan if it holds a lone surrogate."""
+    if (where := lone_surrogate(text)) is not None:
+        raise InvalidPlan(f"{field} holds a lone surrogate ({where}): send valid Unicode text")
+    return text.encode("utf-8")
 
 
 class PlanSummary(BaseModel):

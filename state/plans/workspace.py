@@ -7,6 +7,10 @@ plan body) are read; the type is checked with `stat` before opening, and the ope
 `O_NONBLOCK` and `O_NOFOLLOW`, so a FIFO, device or swapped-in symlink can never make a call
 hang or escape. Those flags are POSIX: reading files needs Linux or macOS.
 
+A file with more than one hard link is not imported either: another name for it may lie
+outside the workspace. Export replaces a file (write to a temporary file, then rename), so it
+never writes through a hard link.
+
 Limit: a folder *inside* the workspace that another process swaps for a symlink between the
 check and the open is not detected; the tools themselves cannot create symlinks.
 """
@@ -20,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from replan.state.fileio import PRIVATE_FILE_MODE, atomic_write_text
-from replan.state.plans.model import MAX_CONTENT_BYTES, MAX_CONTENT_SIZE
+from replan.state.plans.model import MAX_CONTENT_BYTES, MAX_CONTENT_SIZE, lone_surrogate
 
 
 class WorkspaceError(ValueError):
@@ -43,6 +47,8 @@ class Workspace:
         """The real location of `path` (relative to the root), refused if outside the root."""
         if not path or "\0" in path:
             raise WorkspaceError("give a non-empty file path")
+        if (where := lone_surrogate(path)) is not None:
+            raise WorkspaceError(f"the path holds a lone surrogate ({where}): send valid Unicode")
         try:
             resolved = (self.root / path).resolve()
         except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
@@ -67,6 +73,11 @@ class Workspace:
                 opened = os.fstat(handle.fileno())
                 if (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
                     raise WorkspaceError(f"{path!r} changed while it was being opened; retry")
+                if opened.st_nlink > 1:
+                    raise WorkspaceError(
+                        f"{path!r} has {opened.st_nlink} hard links, and another one may lie "
+                        "outside the workspace, so it is not read; use a copy of the file"
+                    )
                 data = handle.read(MAX_CONTENT_BYTES + 1)
         if len(data) > MAX_CONTENT_BYTES:
             raise WorkspaceError(_too_large(path))
