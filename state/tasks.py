@@ -1,8 +1,8 @@
 """Tasks and the task list: typed data and the operations an agent (or application code) runs on it.
 
 Everything here is plain Python over pydantic models; nothing imports LangGraph. Every mutating
-operation is atomic: it checks all of its inputs first and only then changes the context, so a
-call that raises `TaskError` leaves the context exactly as it was.
+operation is atomic: it checks all of its inputs and builds the new list first, and only then
+replaces the context's list, so a call that raises leaves the context exactly as it was.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetPydanticSchema
+from pydantic_core import CoreSchema, core_schema
 
 from replan.state.clock import utc_now
+from replan.state.task_table import TaskTable
 
 TaskStatus = Literal["pending", "in_progress", "completed"]
 """The status a stored task has."""
@@ -26,7 +28,8 @@ TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 UPDATE_STATUSES: tuple[str, ...] = get_args(UpdateStatus)
 DELETED = UPDATE_STATUSES[-1]  # "deleted": the update status that removes the task
 
-_TASK_ID = re.compile(r"^[1-9][0-9]*$")
+MAX_TASK_ID_DIGITS = 18  # IDs stay below 2**63: they fit a 64-bit integer column
+TASK_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_TASK_ID_DIGITS - 1}}}")  # use fullmatch
 
 
 class TaskError(ValueError):
@@ -34,9 +37,15 @@ class TaskError(ValueError):
 
 
 class Task(BaseModel):
-    """One unit of planned work."""
+    """One unit of planned work: an immutable value.
 
-    id: str = Field(pattern=_TASK_ID.pattern, description="Numeric ID, unique in its list.")
+    Operations build a new Task instead of changing one, so task lists can share tasks. Assigning
+    a field raises; treat `blocks`, `blocked_by` and `metadata` as read-only too.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(pattern=rf"^{TASK_ID.pattern}$", description="Numeric ID, unique in its list.")
     subject: str = Field(min_length=1, description="Short imperative title.")
     description: str = Field(default="", description="What to do and how to tell it is done.")
     status: TaskStatus = "pending"
@@ -77,7 +86,7 @@ class TaskUpdateResult:
 def parse_task_id(value: object) -> str:
     """Return `value` as a canonical task ID, or raise TaskError naming the bad value."""
     text = str(value).strip().removeprefix("#") if isinstance(value, str | int) else None
-    if text is None or not _TASK_ID.match(text):
+    if text is None or not TASK_ID.fullmatch(text):
         raise TaskError(
             f'{value!r} is not a task ID. IDs are positive whole numbers such as "3"; '
             "call TaskList to see the IDs that exist."
@@ -85,35 +94,59 @@ def parse_task_id(value: object) -> str:
     return text
 
 
+def _task_table_schema(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    """Validate a list of tasks (or take a TaskTable as is); serialize as a list of tasks."""
+    items = handler.generate_schema(list[Task])
+
+    def keep_tables(value: Any, validate: core_schema.ValidatorFunctionWrapHandler) -> Any:
+        return value if isinstance(value, TaskTable) else validate(value)
+
+    return core_schema.no_info_wrap_validator_function(
+        keep_tables,
+        core_schema.no_info_after_validator_function(TaskTable, items),
+        serialization=core_schema.wrap_serializer_function_ser_schema(
+            lambda table, serialize: serialize(list(table)), schema=items
+        ),
+    )
+
+
 class TaskContext(BaseModel):
     """A task list and its high watermark, the highest ID ever handed out.
 
     IDs are never reused: deleting the newest task, or clearing the list, keeps the watermark.
+    `tasks` is an immutable `TaskTable` (a sequence in ID order; assigning a list converts it);
+    operations replace it, and the tasks in it, instead of changing them. So a copy of a
+    context (`clone`, `copy.deepcopy`) shares all tasks and costs the same at any list size,
+    and so does each operation (only a dependency check walks the part of the graph it needs).
     """
 
-    tasks: list[Task] = Field(default_factory=list)
+    model_config = ConfigDict(validate_assignment=True)
+
+    tasks: Annotated[TaskTable, GetPydanticSchema(_task_table_schema)] = Field(
+        default_factory=TaskTable
+    )
     high_watermark: int = Field(default=0, ge=0)
 
     def clone(self) -> TaskContext:
-        """An independent copy: operations on it never change this context.
+        """An independent copy: operations on it never change this context. Constant time."""
+        return self.model_copy()
 
-        Cheap (one shallow copy per task) because operations replace a task's lists and dicts
-        instead of mutating them.
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskContext:
+        """The same as `clone`: tasks are immutable values, so copies share them.
+
+        LangGraph's ToolNode deep-copies every Command a tool returns; this keeps that free.
         """
-        return TaskContext.model_construct(
-            tasks=[task.model_copy() for task in self.tasks], high_watermark=self.high_watermark
-        )
+        return self.clone()
 
     # -- reading -------------------------------------------------------------------------
 
     def sorted_tasks(self) -> list[Task]:
         """The tasks in numeric ID order (#2 before #10)."""
-        return sorted(self.tasks, key=lambda task: int(task.id))
+        return list(self.tasks)
 
     def get(self, task_id: str) -> Task:
         """The task with this ID; TaskError if the ID is malformed or unknown."""
-        index = self._index()
-        return index[self._existing_id(task_id, index)]
+        return self._existing(task_id)
 
     def unfinished_ids(self) -> set[str]:
         """IDs of the tasks that are not completed."""
@@ -124,8 +157,11 @@ class TaskContext(BaseModel):
 
         Pass `unfinished` (from `unfinished_ids`) when asking for many tasks in a row.
         """
-        unfinished = self.unfinished_ids() if unfinished is None else unfinished
-        return sorted((b for b in task.blocked_by if b in unfinished), key=int)
+        if unfinished is None:
+            open_ids = [b for b in task.blocked_by if _is_open(self.tasks.by_id(b))]
+        else:
+            open_ids = [b for b in task.blocked_by if b in unfinished]
+        return sorted(open_ids, key=int)
 
     # -- changing ------------------------------------------------------------------------
 
@@ -138,7 +174,7 @@ class TaskContext(BaseModel):
         owner: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Task:
-        """Append a pending task with the next free ID and return it."""
+        """Add a pending task with the next free ID and return it."""
         _check_types(
             subject=subject,
             description=description,
@@ -148,7 +184,7 @@ class TaskContext(BaseModel):
         )
         if not subject or not subject.strip():
             raise TaskError("A task needs a subject: a short imperative title such as 'Run tests'.")
-        next_id = max(self.high_watermark, self._highest_id()) + 1
+        next_id = max(self.high_watermark, self.tasks.highest_id()) + 1
         task = Task(
             id=str(next_id),
             subject=subject.strip(),
@@ -157,7 +193,7 @@ class TaskContext(BaseModel):
             owner=owner or None,
             metadata=_without_nulls(metadata or {}),
         )
-        self.tasks = [*self.tasks, task]
+        self.tasks = self.tasks.with_task(task)
         self.high_watermark = next_id
         return task
 
@@ -191,8 +227,8 @@ class TaskContext(BaseModel):
             metadata=metadata,
         )
         add_blocks, add_blocked_by = _id_list(add_blocks), _id_list(add_blocked_by)
-        index = self._index()
-        tid = self._existing_id(task_id, index)
+        task = self._existing(task_id)
+        tid = task.id
         if status is not None and status not in UPDATE_STATUSES:
             raise TaskError(
                 f"Status {status!r} is not allowed. Use one of: {', '.join(UPDATE_STATUSES)}."
@@ -202,10 +238,9 @@ class TaskContext(BaseModel):
             return TaskUpdateResult(task_id=tid, deleted=True)
         if subject is not None and not subject.strip():
             raise TaskError("The subject cannot be empty; leave it out to keep the current one.")
-        new_edges = self._new_edges(tid, add_blocks, add_blocked_by, index)
+        new_edges = self._new_edges(tid, add_blocks, add_blocked_by)
 
-        task = index[tid]
-        changed = _assign_fields(
+        changes = _field_changes(
             task,
             subject=subject.strip() if subject is not None else None,
             description=description,
@@ -216,34 +251,41 @@ class TaskContext(BaseModel):
         if metadata:
             merged = _without_nulls({**task.metadata, **metadata})
             if merged != task.metadata:
-                task.metadata = merged
-                changed.append("metadata")
+                changes["metadata"] = merged
+        table = self.tasks
+        if changes:
+            table = table.with_task(Task.model_validate({**dict(task), **changes}))
         for blocker, blocked in new_edges:
-            index[blocker].blocks = [*index[blocker].blocks, blocked]
-            index[blocked].blocked_by = [*index[blocked].blocked_by, blocker]
+            table = _with_edge(table, blocker, blocked)
+        changed = list(changes)
         if any(blocker == tid for blocker, _ in new_edges):
             changed.append("blocks")
         if any(blocked == tid for _, blocked in new_edges):
             changed.append("blocked_by")
 
-        cleared = (
-            clear_when_all_completed
-            and status == "completed"
-            and all(t.status == "completed" for t in self.tasks)
-        )
-        if cleared:
-            self.tasks = []
+        cleared = clear_when_all_completed and status == "completed" and table.open_count == 0
+        if cleared:  # the watermark already covers every ID, unless the list was seeded above it
+            self.high_watermark = max(self.high_watermark, table.highest_id())
+        self.tasks = TaskTable() if cleared else table
         return TaskUpdateResult(task_id=tid, changed=tuple(changed), cleared=cleared)
 
     def delete(self, task_id: str) -> None:
         """Remove a task and every reference to it in other tasks' edges."""
-        tid = self._existing_id(task_id, self._index())
-        self.tasks = [task for task in self.tasks if task.id != tid]
-        for task in self.tasks:
-            if tid in task.blocks:
-                task.blocks = [other for other in task.blocks if other != tid]
-            if tid in task.blocked_by:
-                task.blocked_by = [other for other in task.blocked_by if other != tid]
+        task = self._existing(task_id)
+        table = self.tasks.without(task.id)
+        for other_id in {*task.blocks, *task.blocked_by}:
+            other = table.by_id(other_id)
+            if other is not None:
+                table = table.with_task(
+                    other.model_copy(
+                        update={
+                            "blocks": [b for b in other.blocks if b != task.id],
+                            "blocked_by": [b for b in other.blocked_by if b != task.id],
+                        }
+                    )
+                )
+        self.high_watermark = max(self.high_watermark, int(task.id))
+        self.tasks = table
 
     def add_dependency(self, blocker_id: str, blocked_id: str) -> TaskUpdateResult:
         """Make `blocked_id` wait for `blocker_id` (both sides of the edge are written)."""
@@ -251,45 +293,65 @@ class TaskContext(BaseModel):
 
     # -- internals -----------------------------------------------------------------------
 
-    def _index(self) -> dict[str, Task]:
-        return {task.id: task for task in self.tasks}
-
-    def _highest_id(self) -> int:
-        return max((int(task.id) for task in self.tasks if _TASK_ID.match(task.id)), default=0)
-
-    @staticmethod
-    def _existing_id(task_id: object, index: Mapping[str, Task]) -> str:
+    def _existing(self, task_id: object) -> Task:
         tid = parse_task_id(task_id)
-        if tid not in index:
+        task = self.tasks.by_id(tid)
+        if task is None:
             raise TaskError(f"Task #{tid} does not exist. Call TaskList to see the current tasks.")
-        return tid
+        return task
 
     def _new_edges(
-        self,
-        tid: str,
-        add_blocks: Sequence[str],
-        add_blocked_by: Sequence[str],
-        index: Mapping[str, Task],
+        self, tid: str, add_blocks: Sequence[str], add_blocked_by: Sequence[str]
     ) -> list[tuple[str, str]]:
         """Validate requested edges (blocker, blocked); return the ones not present yet."""
-        requested = [(tid, self._existing_id(other, index)) for other in add_blocks]
-        requested += [(self._existing_id(other, index), tid) for other in add_blocked_by]
+        requested = [(tid, self._existing(other).id) for other in add_blocks]
+        requested += [(self._existing(other).id, tid) for other in add_blocked_by]
         edges: list[tuple[str, str]] = []
         for blocker, blocked in requested:
             if blocker == blocked:
                 raise TaskError(f"Task #{tid} cannot depend on itself.")
-            if blocked not in index[blocker].blocks and (blocker, blocked) not in edges:
+            if blocked not in self.get(blocker).blocks and (blocker, blocked) not in edges:
                 edges.append((blocker, blocked))
-        if edges:
-            cycle = find_cycle(self.tasks, extra_edges=edges)
-            if cycle:
-                path = " -> ".join(f"#{node}" for node in cycle)
-                raise TaskError(
-                    f"These dependencies would form a cycle ({path} means each waits on the "
-                    "next, so none could ever start). Nothing was changed; drop the edge that "
-                    "closes the loop."
-                )
+        cycle = self._cycle_through(edges)
+        if cycle:
+            path = " -> ".join(f"#{node}" for node in cycle)
+            raise TaskError(
+                f"These dependencies would form a cycle ({path} means each waits on the "
+                "next, so none could ever start). Nothing was changed; drop the edge that "
+                "closes the loop."
+            )
         return edges
+
+    def _cycle_through(self, edges: Sequence[tuple[str, str]]) -> list[str] | None:
+        """A cycle that adding `edges` would close, as a closed path of IDs, or None.
+
+        The list had no cycle before, so any new cycle runs through a new edge: it exists when
+        an edge's blocker is reachable from its blocked task. Only that part of the graph is
+        walked.
+        """
+        extra: dict[str, list[str]] = {}
+        for blocker, blocked in edges:
+            extra.setdefault(blocker, []).append(blocked)
+
+        def successors(node: str) -> list[str]:
+            task = self.tasks.by_id(node)
+            return [*(task.blocks if task else ()), *extra.get(node, ())]
+
+        for blocker, blocked in edges:
+            parents: dict[str, str | None] = {blocked: None}
+            stack = [blocked]
+            while stack:
+                node = stack.pop()
+                if node == blocker:
+                    path = [node]
+                    while (parent := parents[path[-1]]) is not None:
+                        path.append(parent)
+                    return [blocker, *reversed(path)]
+                for step in successors(node):
+                    if step not in parents:
+                        parents[step] = node
+                        stack.append(step)
+        return None
 
 
 def find_cycle(
@@ -363,14 +425,25 @@ def _without_nulls(values: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _assign_fields(task: Task, **values: str | None) -> list[str]:
-    """Set the fields whose new value is given and differs; return their names."""
-    changed: list[str] = []
+def _is_open(task: Task | None) -> bool:
+    return task is not None and task.status != "completed"
+
+
+def _with_edge(table: TaskTable, blocker: str, blocked: str) -> TaskTable:
+    """`table` with the edge blocker -> blocked written on both tasks."""
+    before, after = table.by_id(blocker), table.by_id(blocked)
+    assert before is not None and after is not None
+    table = table.with_task(before.model_copy(update={"blocks": [*before.blocks, blocked]}))
+    return table.with_task(after.model_copy(update={"blocked_by": [*after.blocked_by, blocker]}))
+
+
+def _field_changes(task: Task, **values: str | None) -> dict[str, Any]:
+    """The given fields whose new value differs from the task's, normalised."""
+    changes: dict[str, Any] = {}
     for field, value in values.items():
         if value is None:
             continue
         normalised = value or None if field in ("active_form", "owner") else value
         if getattr(task, field) != normalised:
-            setattr(task, field, normalised)
-            changed.append(field)
-    return changed
+            changes[field] = normalised
+    return changes

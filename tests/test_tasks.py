@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from replan.state import (
     Task,
@@ -270,13 +271,27 @@ def test_no_module_of_the_state_layer_imports_langgraph_or_langchain() -> None:
         assert not any(module.startswith(("langgraph", "langchain")) for module in imported), name
 
 
-def test_deep_copies_share_nothing_mutable() -> None:
-    context = make(2)
+def test_copies_share_immutable_tasks_and_never_see_each_others_changes() -> None:
+    context = make(3)
     context.update("1", add_blocks=["2"], metadata={"nested": {"k": [1]}})
-    copied = copy.deepcopy(context)
-    assert copied == context
-    copied.tasks[0].blocks.append("x")
-    copied.tasks[0].metadata["nested"]["k"].append(2)
-    copied.tasks[1].blocked_by.clear()
-    assert context.get("1").blocks == ["2"] and context.get("2").blocked_by == ["1"]
-    assert context.get("1").metadata == {"nested": {"k": [1]}}
+    before = context.model_dump()
+    for copied in (copy.deepcopy(context), context.clone()):
+        assert copied == context and copied.tasks[0] is context.tasks[0]  # shared, not copied
+        with pytest.raises(ValidationError, match="frozen"):
+            copied.tasks[0].status = "completed"  # type: ignore[misc]
+        copied.update("1", subject="changed", metadata={"nested": None}, add_blocks=["3"])
+        copied.update("2", status="deleted")
+        copied.create("four")
+        copied.update("3", status="completed", clear_when_all_completed=False)
+        assert context.model_dump() == before
+        copied.update("1", status="completed")
+        copied.update("4", status="completed")
+        assert not copied.tasks and context.model_dump() == before
+
+
+def test_a_context_validates_assigned_lists_and_refuses_duplicate_ids() -> None:
+    context = TaskContext()
+    context.tasks = [Task(id="2", subject="b"), Task(id="1", subject="a")]  # type: ignore[assignment]
+    assert [t.id for t in context.tasks] == ["1", "2"] and context.create("c").id == "3"
+    with pytest.raises(ValidationError, match="more than once"):
+        TaskContext(tasks=[Task(id="1", subject="a"), Task(id="1", subject="b")])
