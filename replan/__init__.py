@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from replan.graphs.context import Context
     from replan.graphs.plan_execute import build_plan_execute_graph
     from replan.state.task_store import FileTaskStore
+    from replan.state.task_store_postgres import PostgresTaskStore
     from replan.state.tasks import TaskContext
     from replan.tools.plan_tools import plan_tools
     from replan.tools.task_middleware import TaskToolsMiddleware
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 _SURFACE = {
     "Context": "replan.graphs.context",
     "FileTaskStore": "replan.state.task_store",
+    "PostgresTaskStore": "replan.state.task_store_postgres",
     "TaskContext": "replan.state.tasks",
     "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",
@@ -38,6 +40,7 @@ _SURFACE = {
 __all__ = [
     "Context",
     "FileTaskStore",
+    "PostgresTaskStore",
     "TaskContext",
     "TaskToolsMiddleware",
     "TasksState",

@@ -1,25 +1,25 @@
 """Child process for the file store tests: uses one task folder through the real tools.
 
     python -m tests.task_store_worker hammer FOLDER NAME COUNT
-    python -m tests.task_store_worker hold FOLDER before|after FILE GATE TOOL ARGS_JSON
+    python -m tests.task_store_worker hold FOLDER before|after|half FILE GATE TOOL ARGS_JSON
 
 `hammer` creates COUNT tasks owned by NAME through TaskCreate and TaskUpdate, printing each
-new ID. `hold` makes one tool call and, while that call's change is in progress (its journal
-exists), stops just before or just after FILE is renamed into place, at the gate
-(`tests.kill_gates.hold_here`), to be killed there.
+new ID. `hold` makes one tool call and stops in the middle of writing its change, at the gate
+(`tests.kill_gates.hold_here`), to be killed there: after its journal record is flushed, or
+before, after or half-way through writing FILE.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from replan.state.task_store import JOURNAL_FILE
+from replan.state import task_store
+from replan.state.task_store import JOURNAL_FILE, FileTaskStore
 from replan.tools import task_tools
 from tests.kill_gates import hold_here
 
@@ -34,18 +34,32 @@ def hammer(folder: str, name: str, count: str) -> None:
 
 
 def hold(folder: str, when: str, file: str, gate: str, tool: str, args: str) -> None:
-    journal, real_replace = Path(folder) / JOURNAL_FILE, os.replace
+    """One tool call that stops at the gate while writing its change: `after` the journal
+    record is flushed, `before`/`after` FILE is written, or once `half` of FILE is written."""
+    real_overwrite, real_append = task_store.overwrite_text, FileTaskStore._append
 
-    def replace(source: Any, target: Any) -> None:
-        at_file = Path(target).name == file
-        if at_file and when == "before" and journal.exists():
+    def overwrite(path: Path, text: str, **kwargs: Any) -> None:
+        at_file = Path(path).name == file
+        if at_file and when == "before":
             hold_here(Path(gate))
-        real_replace(source, target)
-        if at_file and when == "after" and journal.exists():
+        if at_file and when == "half":  # new bytes half-way over the old ones, as a kill leaves
+            with open(path, "r+b") as handle:
+                handle.write(text.encode()[: len(text) // 2])
+            hold_here(Path(gate))
+        real_overwrite(path, text, **kwargs)
+        if at_file and when == "after":
+            hold_here(Path(gate))
+
+    def append(store: FileTaskStore, line: bytes, *, flush: bool) -> None:
+        real_append(store, line, flush=flush)
+        if flush and file == JOURNAL_FILE and when == "after":
             hold_here(Path(gate))
 
     tools = {t.name: t for t in task_tools(store=folder)}
-    with mock.patch.object(os, "replace", replace):  # the store's atomic writes rename here
+    with (
+        mock.patch.object(task_store, "overwrite_text", overwrite),
+        mock.patch.object(FileTaskStore, "_append", append),
+    ):
         print(tools[tool].invoke(json.loads(args)))
     sys.exit(f"the call finished without passing {when} {file}")
 

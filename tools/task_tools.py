@@ -14,8 +14,9 @@ A state without a `tasks_context` channel would silently drop those updates (Lan
 writes to channels a graph does not have), so a call that finds no such key refuses to run and
 raises `TasksStateMissingError`, which names the fixes.
 
-Given a `FileTaskStore` instead, the tools read and write that folder under its lock and leave
-the graph state alone, so several agents or processes can share one list.
+Given a task store instead (`FileTaskStore`, `PostgresTaskStore`, a folder path or a
+`postgresql://` URL), the tools run each call as one transaction on the stored list and leave the
+graph state alone, so several agents, processes or machines can share one list.
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessag
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
 from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    create_model,
+)
 
-from replan.state.task_store import FileTaskStore
+from replan.state.task_store import TaskStore, open_task_store
 from replan.state.task_views import (
     format_created,
     format_task_details,
@@ -76,6 +84,9 @@ def _id_text(value: Any) -> Any:
 
 
 TaskIdArg = Annotated[str, BeforeValidator(_id_text)]
+# LangChain dumps a tool's validated arguments to learn their names; without this, that dump
+# would copy the whole injected graph state (every task) on every call.
+_NOT_DUMPED = PlainSerializer(lambda value: None)
 
 # Per tool: argument name -> (type, default or ... when required, key in FIELD_DESCRIPTIONS).
 _ARGUMENTS: dict[str, dict[str, tuple[Any, Any, str]]] = {
@@ -109,7 +120,7 @@ def _args_schema(name: str, language: Language, *, injected: bool) -> type[BaseM
         for arg, (typ, default, key) in _ARGUMENTS[name].items()
     }
     if injected:
-        fields["state"] = (Annotated[Any, InjectedState], ...)
+        fields["state"] = (Annotated[Any, InjectedState, _NOT_DUMPED], ...)
         fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
     return create_model(f"{name}Args", **fields)
 
@@ -190,30 +201,30 @@ class TaskCallChange(BaseModel):
 def task_tools(
     *,
     language: Language = "en",
-    store: FileTaskStore | str | os.PathLike[str] | None = None,
+    store: TaskStore | str | os.PathLike[str] | None = None,
     clear_when_all_completed: bool = True,
 ) -> list[BaseTool]:
     """The four task tools.
 
     Args:
         language: "en" (default) or "zh": the language of tool and argument descriptions.
-        store: None to keep tasks in graph state (`tasks_context`), or a `FileTaskStore` (or
-            folder path) shared by several agents or processes.
+        store: None to keep tasks in graph state (`tasks_context`), or a `TaskStore` shared
+            by several agents or processes: a `FileTaskStore` or folder path, a
+            `PostgresTaskStore` or `postgresql://` URL (needs `pip install "replan[postgres]"`).
         clear_when_all_completed: clear the list when an update completes the last open task.
     """
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
-    if store is not None and not isinstance(store, FileTaskStore):
-        store = FileTaskStore(store)
+    shared = open_task_store(store) if store is not None else None
     settings = {"clear_when_all_completed": clear_when_all_completed}
 
     def build(name: str) -> BaseTool:
-        func = _file_tool(name, store, settings) if store else _state_tool(name, settings)
+        func = _store_tool(name, shared, settings) if shared else _state_tool(name, settings)
         return StructuredTool.from_function(
             func=func,
             name=name,
             description=TOOL_DESCRIPTIONS[language][name],
-            args_schema=_args_schema(name, language, injected=store is None),
+            args_schema=_args_schema(name, language, injected=shared is None),
             handle_tool_error=True,
             handle_validation_error=explain_validation_error,
         )
@@ -251,17 +262,12 @@ def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[A
     return call
 
 
-def _file_tool(name: str, store: FileTaskStore, settings: dict[str, bool]) -> Callable[..., str]:
+def _store_tool(name: str, store: TaskStore, settings: dict[str, bool]) -> Callable[..., str]:
     def call(**args: Any) -> str:
         try:
             return store.transact(lambda context: run_task_call(context, name, args, **settings))
         except TaskError as error:
             raise ToolException(str(error)) from error
-        except OSError as error:
-            raise ToolException(
-                f"The shared task folder {store.directory} cannot be used ({error}). Nothing "
-                "was changed; tell the user, since retrying will not help until it is fixed."
-            ) from error
 
     return call
 
