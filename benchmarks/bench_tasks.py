@@ -1,29 +1,56 @@
-"""Time each task operation at 10, 1,000 and 10,000 tasks, so cost growth is visible.
+"""Time each task operation on lists of 1,000 and 10,000 tasks, against the targets.
 
-    python benchmarks/bench_tasks.py [--sizes 10 1000 10000] [--file-store] [--turns]
+    python benchmarks/bench_tasks.py [--sizes 1000 10000] [--file-store] [--postgres [URL]]
+                                     [--turns]
 
-Each figure is the median of several runs, in microseconds per operation, on a list of that
-many tasks with a chain of dependencies through all of them (the worst case for the cycle
-check). The last column block divides by the smallest size: linear growth shows as the ratio
-of the sizes. `--file-store` adds the folder-backed store (dominated by reading every file).
-`--turns` times one model turn of k parallel TaskCreate calls through LangGraph's ToolNode:
-each call replays the ones before it, so a turn costs O(k^2) task operations (plus two copies of
-the list per call: the call's own, and the reducer's when it applies the call's change); the
-table shows what that means in practice.
+Each figure is the median of several runs of one operation on a list of that many tasks, each
+blocked by the one before (a dependency chain through the whole list). The ratio column divides
+the largest size by the smallest. Targeted operations (create, get, update status, add edge)
+must cost, at the largest size, under 1 ms in memory and under 10 ms through a store, and grow
+less than 2x across the sizes; the last column says whether they do. The other rows are for
+information: a refused cycle walks the chain, listing and `find_cycle` read every task.
+
+In memory, each operation runs on a copy of the list, as a task tool does (and LangGraph's
+ToolNode deep-copies what the tool returns: the "ToolNode call" row). `--file-store` adds the
+folder store, `--postgres` a PostgreSQL store (in a temporary schema, dropped afterwards); each
+store operation is one transaction by a process that has used the list before, and "open" is
+the first call of a new process. A write waits for one flush to disk (the "floor" row times
+just that, on the same disk); the CPU columns are this process's own work, without the waiting:
+the part that must not grow with the list. `--turns` times one model turn of k parallel
+TaskCreate calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from replan.state import FileTaskStore, Task, TaskContext, find_cycle, format_task_list
+from replan.state import (
+    FileTaskStore,
+    PostgresTaskStore,
+    Task,
+    TaskContext,
+    TaskStore,
+    TaskTable,
+    find_cycle,
+    format_task_list,
+)
 from replan.tools.task_tools import run_task_call
+
+TARGETED = ("create", "get", "update status", "add edge")
+MEMORY_LIMIT_US, STORE_LIMIT_US, GROWTH_LIMIT = 1_000.0, 10_000.0, 2.0
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+Timed = dict[str, Callable[[], object]]  # row name -> the operation to time
 
 
 def chained_context(size: int) -> TaskContext:
@@ -38,35 +65,28 @@ def chained_context(size: int) -> TaskContext:
         )
         for number in range(1, size + 1)
     ]
-    return TaskContext(tasks=tasks, high_watermark=size)
+    return TaskContext(tasks=TaskTable(tasks), high_watermark=size)
+
+
+class Timing(NamedTuple):
+    """Median microseconds per run: elapsed, and CPU time of this process (no waiting)."""
+
+    wall: float
+    cpu: float
 
 
 def median_us(operation: Callable[[], object], repeats: int) -> float:
-    timings = []
+    return timed(operation, repeats).wall
+
+
+def timed(operation: Callable[[], object], repeats: int) -> Timing:
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         operation()
-        timings.append(time.perf_counter() - start)
-    return statistics.median(timings) * 1e6
-
-
-def in_memory_operations(context: TaskContext) -> dict[str, Callable[[], object]]:
-    """Each operation runs on a fresh clone, so runs do not change the base list."""
-    last = str(len(context.tasks))
-    return {
-        "clone (tool-call copy)": context.clone,
-        "create": lambda: context.clone().create("New", "d"),
-        "get": lambda: context.get(last),
-        "update status": lambda: context.clone().update(last, status="in_progress"),
-        "add edge (cycle check)": lambda: context.clone().update("1", add_blocks=[last]),
-        "refused cycle": lambda: _refused(context.clone(), last),
-        "delete": lambda: context.clone().delete("1"),
-        "list (format)": lambda: format_task_list(context),
-        "find_cycle": lambda: find_cycle(context.tasks),
-        "TaskUpdate tool call": lambda: run_task_call(
-            context.clone(), "TaskUpdate", {"taskId": last, "owner": "bench"}
-        ),
-    }
+        cpus.append(time.process_time() - start_cpu)
+        walls.append(time.perf_counter() - start)
+    return Timing(statistics.median(walls) * 1e6, statistics.median(cpus) * 1e6)
 
 
 def _refused(context: TaskContext, last: str) -> None:
@@ -77,22 +97,28 @@ def _refused(context: TaskContext, last: str) -> None:
     raise AssertionError("a cycle was accepted")
 
 
-def file_store_operations(folder: Path, context: TaskContext) -> dict[str, Callable[[], object]]:
-    store = FileTaskStore(folder)
-    store.transact(lambda stored: stored.tasks.extend(context.tasks))
+def in_memory_operations(context: TaskContext) -> dict[str, Callable[[], object]]:
+    """Each operation runs on a fresh copy, as a tool call does; the base list never changes."""
     last = str(len(context.tasks))
     return {
-        "file: list": lambda: store.transact(format_task_list),
-        "file: update status": lambda: store.transact(
-            lambda stored: stored.update(last, status="in_progress")
+        "create": lambda: context.clone().create("New", "d"),
+        "get": lambda: context.clone().get(last),
+        "update status": lambda: context.clone().update(last, status="in_progress"),
+        "add edge": lambda: context.clone().update("1", add_blocks=[last]),
+        "copy (clone/deepcopy)": context.clone,
+        "delete": lambda: context.clone().delete("1"),
+        "TaskUpdate tool call": lambda: run_task_call(
+            context.clone(), "TaskUpdate", {"taskId": last, "owner": "bench"}
         ),
-        "file: create": lambda: store.transact(lambda stored: stored.create("New", "d")),
+        "ToolNode call": toolnode_call(context, last),
+        "refused cycle (walks)": lambda: _refused(context.clone(), last),
+        "list (format)": lambda: format_task_list(context),
+        "find_cycle (whole list)": lambda: find_cycle(context.tasks),
     }
 
 
-def time_parallel_turns(size: int, call_counts: list[int]) -> None:
-    """Print the cost of one ToolNode turn with k parallel TaskCreate calls."""
-    from langchain_core.messages import AIMessage
+def tool_graph() -> Any:
+    """A graph that is just LangGraph's prebuilt ToolNode over the task tools (state mode)."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.prebuilt import ToolNode
 
@@ -102,54 +128,191 @@ def time_parallel_turns(size: int, call_counts: list[int]) -> None:
     builder.add_node("tools", ToolNode(task_tools()))
     builder.add_edge(START, "tools")
     builder.add_edge("tools", END)
-    app = builder.compile()
+    return builder.compile()
+
+
+def tool_calls_state(context: TaskContext, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    from langchain_core.messages import AIMessage
+
+    message = AIMessage(
+        "",
+        tool_calls=[
+            {"type": "tool_call", "name": name, "args": args, "id": f"c{n}"}
+            for n, (name, args) in enumerate(calls)
+        ],
+    )
+    return {"messages": [message], "tasks_context": context}
+
+
+def toolnode_call(context: TaskContext, last: str) -> Callable[[], object]:
+    """One TaskUpdate call through a graph with LangGraph's prebuilt ToolNode."""
+    state = tool_calls_state(context, [("TaskUpdate", {"taskId": last, "owner": "bench"})])
+    return partial(tool_graph().invoke, state)
+
+
+def store_operations(store: TaskStore, open_and_read: Callable[[], object], size: int) -> Timed:
+    """Operations through `store` on its list of `size` chained tasks."""
+    last = str(size)
+    statuses = itertools.cycle(["in_progress", "pending"])
+    sources = itertools.count(2)  # a new edge each time: #n -> #last closes no cycle
+
+    return {
+        "create": lambda: store.transact(lambda c: c.create("New", "d")),
+        "get": lambda: store.transact(lambda c: c.get(last)),
+        "update status": lambda: store.transact(lambda c: c.update(last, status=next(statuses))),
+        "add edge": lambda: store.transact(
+            lambda c: c.update(str(next(sources)), add_blocks=[last])
+        ),
+        "list (format)": lambda: store.transact(format_task_list),
+        "open (new process)": open_and_read,
+    }
+
+
+def flush_floor(folder: Path) -> Callable[[], object]:
+    """What one durable append costs on this disk: the least a folder-store write pays."""
+    path = folder / "flush-probe"
+
+    def append_and_flush() -> None:
+        with path.open("ab") as probe:
+            probe.write(b"x" * 200 + b"\n")
+            probe.flush()
+            getattr(os, "fdatasync", os.fsync)(probe.fileno())
+
+    return append_and_flush
+
+
+@contextmanager
+def folder_store(size: int) -> Iterator[Timed]:
+    with tempfile.TemporaryDirectory() as folder:
+        store = FileTaskStore(Path(folder) / "tasks")
+        _fill(store, size)
+
+        def open_and_read() -> None:
+            FileTaskStore(Path(folder) / "tasks").read()
+
+        yield {"floor: one flushed append": flush_floor(Path(folder))} | store_operations(
+            store, open_and_read, size
+        )
+
+
+@contextmanager
+def postgres_store(url: str, size: int) -> Iterator[Timed]:
+    import psycopg
+
+    schema = f"replan_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            conninfo = psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema}")
+
+            def open_and_read() -> None:
+                with PostgresTaskStore(conninfo) as fresh:
+                    fresh.read()
+
+            with PostgresTaskStore(conninfo) as store, psycopg.connect(conninfo) as probe:
+                _fill(store, size)
+                probe.autocommit = True
+                probe.execute("CREATE TABLE commit_probe (n bigint)")
+                floor = partial(probe.execute, "INSERT INTO commit_probe VALUES (1)")
+                yield {"floor: one-row commit": floor} | store_operations(
+                    store, open_and_read, size
+                )
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _fill(store: TaskStore, size: int) -> None:
+    chained = chained_context(size)
+
+    def fill(context: TaskContext) -> None:
+        context.tasks, context.high_watermark = chained.tasks, chained.high_watermark
+
+    store.transact(fill)
+
+
+def print_table(
+    title: str, table: dict[str, dict[int, Timing]], sizes: list[int], limit: float
+) -> None:
+    """Elapsed time per size, its growth and the verdict; for stores, the CPU part as well."""
+    small, large = sizes[0], sizes[-1]
+    with_cpu = limit == STORE_LIMIT_US
+    growth_title = f"x{large:,}/{small:,}"
+    print(f"\n{title}")
+    header = f"{'operation':26}" + "".join(f"{f'{s:,} tasks':>14}" for s in sizes)
+    header += f"{growth_title:>13}"
+    if with_cpu:
+        header += "".join(f"{f'CPU {s:,}':>13}" for s in sizes) + f"{growth_title:>13}"
+    print(f"{header}  target at {large:,}")
+    for name, row in table.items():
+        line = f"{name:26}" + "".join(f"{_duration(row[s].wall):>14}" for s in sizes)
+        growth = row[large].wall / row[small].wall
+        line += f"{growth:12.2f}x"
+        if with_cpu:
+            line += "".join(f"{_duration(row[s].cpu):>13}" for s in sizes)
+            line += f"{row[large].cpu / max(row[small].cpu, 1e-3):12.2f}x"
+        if name in TARGETED:
+            met = row[large].wall < limit and growth < GROWTH_LIMIT
+            verdict = "met" if met else "MISSED"
+            line += f"  < {_duration(limit)}, < {GROWTH_LIMIT:.0f}x growth: {verdict}"
+        print(line)
+
+
+def _duration(us: float) -> str:
+    return f"{us:.1f} us" if us < 1_000 else f"{us / 1_000:.2f} ms"
+
+
+def time_parallel_turns(size: int, call_counts: list[int]) -> None:
+    """Print the cost of one ToolNode turn with k parallel TaskCreate calls."""
+    graph = tool_graph()
     context = chained_context(size)
-    print(f"\none ToolNode turn of k parallel TaskCreate calls, list of {size} tasks")
-    print(f"{'k':>4}{'turn (ms)':>14}{'per call (ms)':>16}")
+    print(f"\none ToolNode turn of k parallel TaskCreate calls, list of {size:,} tasks")
+    print(f"{'k':>4}{'turn':>14}{'per call':>14}")
     for count in call_counts:
-        calls = [
-            {
-                "type": "tool_call",
-                "name": "TaskCreate",
-                "id": f"c{n}",
-                "args": {"subject": "s", "description": ""},
-            }
-            for n in range(count)
-        ]
-        state = {"messages": [AIMessage("", tool_calls=calls)], "tasks_context": context}
-        turn_us = median_us(partial(app.invoke, state), 5)
-        print(f"{count:>4}{turn_us / 1e3:14.1f}{turn_us / 1e3 / count:16.2f}")
+        create = ("TaskCreate", {"subject": "s", "description": ""})
+        state = tool_calls_state(context, [create] * count)
+        turn_us = median_us(partial(graph.invoke, state), 5)
+        print(f"{count:>4}{_duration(turn_us):>14}{_duration(turn_us / count):>14}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1_000, 10_000])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--file-store", action="store_true", help="also time the folder store")
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=DEFAULT_POSTGRES,
+        metavar="URL",
+        help=f"also time a PostgreSQL store (default URL {DEFAULT_POSTGRES})",
+    )
     parser.add_argument("--turns", action="store_true", help="time parallel calls in ToolNode")
     options = parser.parse_args()
+    sizes = sorted(options.sizes)
 
-    table: dict[str, dict[int, float]] = {}
-    for size in options.sizes:
-        print(f"building {size} tasks ...", flush=True)
+    memory: dict[str, dict[int, Timing]] = {}
+    stores: dict[str, dict[str, dict[int, Timing]]] = {}
+    makers: dict[str, Callable[[int], Any]] = {}
+    if options.file_store:
+        makers["folder store"] = folder_store
+    if options.postgres:
+        makers["PostgreSQL store"] = partial(postgres_store, options.postgres)
+    for size in sizes:
+        print(f"timing {size:,} tasks ...", flush=True)
         context = chained_context(size)
-        repeats = 7 if size <= 1_000 else 3
-        operations = in_memory_operations(context)
-        with tempfile.TemporaryDirectory() as folder:
-            if options.file_store:
-                operations |= file_store_operations(Path(folder), context)
-            for name, operation in operations.items():
-                table.setdefault(name, {})[size] = median_us(operation, repeats)
+        for name, operation in in_memory_operations(context).items():
+            memory.setdefault(name, {})[size] = timed(operation, 101)
+        for title, make in makers.items():
+            with make(size) as operations:
+                for name, operation in operations.items():
+                    repeats = 3 if name.startswith(("open", "list")) else 21
+                    row = stores.setdefault(title, {}).setdefault(name, {})
+                    row[size] = timed(operation, repeats)
 
-    sizes = options.sizes
-    header = f"{'operation':26}" + "".join(f"{f'{s} tasks (us)':>18}" for s in sizes)
-    header += "".join(f"{f'x{s}/{sizes[0]}':>12}" for s in sizes[1:])
-    print(header)
-    for name, row in table.items():
-        line = f"{name:26}" + "".join(f"{row[s]:18.1f}" for s in sizes)
-        line += "".join(f"{row[s] / row[sizes[0]]:12.1f}" for s in sizes[1:])
-        print(line)
+    print_table("in memory (each operation on a copy of the list)", memory, sizes, MEMORY_LIMIT_US)
+    for title, table in stores.items():
+        print_table(f"{title} (one transaction each)", table, sizes, STORE_LIMIT_US)
     if options.turns:
-        for size in (10, 1_000):
+        for size in sizes:
             time_parallel_turns(size, [1, 3, 10, 30])
 
 
