@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres_support import fresh_schema_url
 from tests.readme import README, python_blocks
 from tests.scripted_openai import ScriptedOpenAIServer, text, tool_call, tool_calls
 
@@ -14,7 +15,7 @@ from tests.scripted_openai import ScriptedOpenAIServer, text, tool_call, tool_ca
 def test_the_readme_agent_plans_with_parallel_task_calls(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    agent_example, _ = python_blocks("Task tools")
+    agent_example, _, _ = python_blocks("Task tools")
     creates = [
         ("TaskCreate", {"subject": subject, "description": "release step"})
         for subject in ("Run the test suite", "Write the changelog", "Tag the release")
@@ -43,7 +44,7 @@ def test_the_readme_agent_plans_with_parallel_task_calls(
 
 
 def test_the_readme_shared_store_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, store_example = python_blocks("Task tools")
+    _, store_example, _ = python_blocks("Task tools")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
     exec(compile(store_example, f"{README}:task-store", "exec"), namespace)
@@ -95,3 +96,19 @@ def test_every_test_the_comparison_table_names_exists() -> None:
     source = (Path(__file__).parent / "test_task_middleware.py").read_text(encoding="utf-8")
     defined = set(re.findall(r"^def (test_\w+)", source, re.M))
     assert len(named) == 10 and named <= defined
+
+
+def test_the_readme_postgres_store_example() -> None:
+    _, _, postgres_example = python_blocks("Task tools")
+    example_url = "postgresql://agents@db.internal/replan"
+    assert example_url in postgres_example
+    with fresh_schema_url() as url:
+        namespace: dict[str, object] = {"__name__": "readme"}
+        code = postgres_example.replace(example_url, url)
+        exec(compile(code, f"{README}:task-store-postgres", "exec"), namespace)
+        create = namespace["shared_tools"][0]  # type: ignore[index]
+        assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
+        store = namespace["store"]
+        assert [t.subject for t in store.read().tasks] == ["Shared"]  # type: ignore[attr-defined]
+        assert store.list_name == "release-2.0"  # type: ignore[attr-defined]
+        store.close()  # type: ignore[attr-defined]
