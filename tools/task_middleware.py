@@ -29,7 +29,7 @@ except ImportError as error:  # the optional dependency
     ) from error
 from langchain_core.messages import SystemMessage
 
-from replan.state.task_store import FileTaskStore
+from replan.state.task_store import TaskStore, open_task_store
 from replan.state.task_views import format_task_overview
 from replan.state.tasks import TaskContext
 from replan.tools.task_descriptions import TASK_LIST_PROMPT, Language
@@ -49,13 +49,14 @@ class TaskToolsState(AgentState[Any]):
 class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
     """TaskCreate, TaskGet, TaskUpdate and TaskList for `create_agent(middleware=[...])`.
 
-    The list lives in the agent's state under `tasks_context` (or, given `store`, in a folder
-    that several agents or processes share), and the system prompt of every model call shows
+    The list lives in the agent's state under `tasks_context` (or, given `store`, in a task
+    store that several agents or processes share), and the system prompt of every model call shows
     it, at most `tasks_in_prompt` tasks (0 leaves the prompt alone).
 
     Args:
         language: "en" or "zh": the language of tool descriptions and of the prompt section.
-        store: None to keep tasks in the agent's state, or a `FileTaskStore` (or folder path).
+        store: None to keep tasks in the agent's state, or a shared `TaskStore` (a
+            `FileTaskStore` or folder path, a `PostgresTaskStore` or `postgresql://` URL).
         clear_when_all_completed: clear the list when an update completes the last open task.
         tasks_in_prompt: the most task lines the system prompt shows.
     """
@@ -66,17 +67,15 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
         self,
         *,
         language: Language = "en",
-        store: FileTaskStore | str | os.PathLike[str] | None = None,
+        store: TaskStore | str | os.PathLike[str] | None = None,
         clear_when_all_completed: bool = True,
         tasks_in_prompt: int = DEFAULT_TASKS_IN_PROMPT,
     ) -> None:
         super().__init__()
         if tasks_in_prompt < 0:
             raise ValueError(f"tasks_in_prompt must be 0 or more, not {tasks_in_prompt}")
-        if store is not None and not isinstance(store, FileTaskStore):
-            store = FileTaskStore(store)
-        self.store = store
-        if store is not None:  # the folder holds the list: no state channel to show empty
+        self.store = store = open_task_store(store) if store is not None else None
+        if store is not None:  # the store holds the list: no state channel to show empty
             self.state_schema = AgentState  # type: ignore[assignment]
         self.language = language
         self.tasks_in_prompt = tasks_in_prompt
@@ -85,7 +84,7 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
         )
 
     def current_tasks(self, state: AgentState[Any]) -> TaskContext:
-        """The task list the next model call works with: the shared folder's, or the state's."""
+        """The task list the next model call works with: the shared store's, or the state's."""
         if self.store is not None:
             return self.store.read()
         return as_task_context(state.get(TASKS_KEY))
@@ -109,7 +108,7 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
         """Show the current task list in the system prompt of this model call."""
-        if self.store is not None:  # reading the folder blocks: keep it off the event loop
+        if self.store is not None:  # reading the store blocks: keep it off the event loop
             return await handler(await asyncio.to_thread(self._with_task_list, request))
         return await handler(self._with_task_list(request))
 
