@@ -151,8 +151,9 @@ class TaskStore(ABC):
         """Store `change` (which turns the yielded list into `context`) inside the session."""
 
     def _unavailable(self, error: Exception) -> TaskStoreUnavailableError:
+        problem = " ".join(str(error).split())  # one line, whatever the driver says
         return TaskStoreUnavailableError(
-            f"The {self.location} cannot be used ({error}). Nothing was changed; tell the "
+            f"The {self.location} cannot be used ({problem}). Nothing was changed; tell the "
             "user, since retrying will not help until it is fixed."
         )
 

@@ -222,3 +222,20 @@ def test_the_core_imports_and_works_without_psycopg() -> None:
         "1",
         'PostgresTaskStore needs psycopg: pip install "replan[postgres]"',
     ]
+
+
+def test_a_lost_database_connection_is_one_clear_error_then_the_store_reconnects() -> None:
+    import psycopg
+
+    with fresh_schema_url() as url:
+        with PostgresTaskStore(url) as store:
+            tools = {tool.name: tool for tool in task_tools(store=store)}
+            store.transact(lambda context: context.create("A"))
+            backend = store._connection.info.backend_pid  # type: ignore[union-attr]
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+            call = {"type": "tool_call", "name": "TaskList", "args": {}, "id": "x"}
+            reply = tools["TaskList"].invoke(call)
+            assert reply.status == "error" and len(reply.content.splitlines()) == 1
+            assert "PostgreSQL" in reply.content and "cannot be used" in reply.content
+            assert tools["TaskList"].invoke(call).content == "#1 [pending] A"
