@@ -83,6 +83,8 @@ class PostgresTaskStore(TaskStore):
         try:
             import psycopg
             from psycopg.types.json import Json
+
+            from replan.state.plans.postgres import CONNECT_TIMEOUT_SECONDS
         except ImportError as error:
             raise ImportError(INSTALL_HINT) from error
         self._psycopg = psycopg
@@ -90,16 +92,20 @@ class PostgresTaskStore(TaskStore):
         self.list_name = list_name
         self._conninfo = conninfo if isinstance(conninfo, str) else None
         self._pool = None if isinstance(conninfo, str) else conninfo
+        info = self._conninfo if self._conninfo is not None else getattr(conninfo, "conninfo", "")
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(info or "")
+        except psycopg.Error as error:
+            raise ValueError(f"Not a PostgreSQL URL: {' '.join(str(error).split())}") from None
+        self._connect_timeout = parts.get("connect_timeout", CONNECT_TIMEOUT_SECONDS)
+        server = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
+        self._where = f"{server}/{parts.get('dbname', '')}"
         self._connection: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
         self._ready = False
         self._seen: _Seen | None = None
         self._generation = 0  # of the list, as read in the current session
         self._cursor: psycopg.Cursor[Any] | None = None
-        info = self._conninfo if self._conninfo is not None else getattr(conninfo, "conninfo", "")
-        parts = psycopg.conninfo.conninfo_to_dict(info or "")
-        server = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
-        self._where = f"{server}/{parts.get('dbname', '')}"
 
     @property
     def location(self) -> str:
@@ -139,7 +145,9 @@ class PostgresTaskStore(TaskStore):
                 yield connection
             return
         if self._connection is None or self._connection.closed or self._connection.broken:
-            self._connection = self._psycopg.connect(str(self._conninfo))
+            self._connection = self._psycopg.connect(
+                str(self._conninfo), connect_timeout=self._connect_timeout
+            )
         self._setup(self._connection)
         yield self._connection
 

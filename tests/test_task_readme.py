@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.postgres_support import fresh_schema_url
 from tests.readme import README, python_blocks
 from tests.scripted_openai import ScriptedOpenAIServer, text, tool_call, tool_calls
 
@@ -98,17 +97,16 @@ def test_every_test_the_comparison_table_names_exists() -> None:
     assert len(named) == 10 and named <= defined
 
 
-def test_the_readme_postgres_store_example() -> None:
+def test_the_readme_postgres_store_example(postgres_url: str) -> None:
     _, _, postgres_example = python_blocks("Task tools")
     example_url = "postgresql://agents@db.internal/replan"
     assert example_url in postgres_example
-    with fresh_schema_url() as url:
-        namespace: dict[str, object] = {"__name__": "readme"}
-        code = postgres_example.replace(example_url, url)
-        exec(compile(code, f"{README}:task-store-postgres", "exec"), namespace)
-        create = namespace["shared_tools"][0]  # type: ignore[index]
-        assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
-        store = namespace["store"]
-        assert [t.subject for t in store.read().tasks] == ["Shared"]  # type: ignore[attr-defined]
-        assert store.list_name == "release-2.0"  # type: ignore[attr-defined]
-        store.close()  # type: ignore[attr-defined]
+    namespace: dict[str, object] = {"__name__": "readme"}
+    code = postgres_example.replace(example_url, postgres_url)
+    exec(compile(code, f"{README}:task-store-postgres", "exec"), namespace)
+    create = namespace["shared_tools"][0]  # type: ignore[index]
+    assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
+    store = namespace["store"]
+    assert [t.subject for t in store.read().tasks] == ["Shared"]  # type: ignore[attr-defined]
+    assert store.list_name == "release-2.0"  # type: ignore[attr-defined]
+    store.close()  # type: ignore[attr-defined]

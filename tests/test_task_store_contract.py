@@ -28,7 +28,6 @@ from replan.state import (
     open_task_store,
 )
 from replan.tools import task_tools
-from tests.postgres_support import fresh_schema_url
 from tests.task_store_random_worker import Refused, create_link_delete, create_then_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +36,11 @@ StoreMaker = Callable[[], TaskStore]
 
 
 @pytest.fixture(params=["folder", "postgres"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Where the shared list lives: a folder path, or a URL on a fresh PostgreSQL schema."""
-    if request.param == "folder":
-        yield str(tmp_path / "tasks")
-        return
-    with fresh_schema_url() as url:
-        yield url
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return str(tmp_path / "tasks")
 
 
 @pytest.fixture
@@ -224,18 +221,19 @@ def test_the_core_imports_and_works_without_psycopg() -> None:
     ]
 
 
-def test_a_lost_database_connection_is_one_clear_error_then_the_store_reconnects() -> None:
+def test_a_lost_database_connection_is_one_clear_error_then_the_store_reconnects(
+    postgres_url: str,
+) -> None:
     import psycopg
 
-    with fresh_schema_url() as url:
-        with PostgresTaskStore(url) as store:
-            tools = {tool.name: tool for tool in task_tools(store=store)}
-            store.transact(lambda context: context.create("A"))
-            backend = store._connection.info.backend_pid  # type: ignore[union-attr]
-            with psycopg.connect(url, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
-            call = {"type": "tool_call", "name": "TaskList", "args": {}, "id": "x"}
-            reply = tools["TaskList"].invoke(call)
-            assert reply.status == "error" and len(reply.content.splitlines()) == 1
-            assert "PostgreSQL" in reply.content and "cannot be used" in reply.content
-            assert tools["TaskList"].invoke(call).content == "#1 [pending] A"
+    with PostgresTaskStore(postgres_url) as store:
+        tools = {tool.name: tool for tool in task_tools(store=store)}
+        store.transact(lambda context: context.create("A"))
+        backend = store._connection.info.backend_pid  # type: ignore[union-attr]
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        call = {"type": "tool_call", "name": "TaskList", "args": {}, "id": "x"}
+        reply = tools["TaskList"].invoke(call)
+        assert reply.status == "error" and len(reply.content.splitlines()) == 1
+        assert "PostgreSQL" in reply.content and "cannot be used" in reply.content
+        assert tools["TaskList"].invoke(call).content == "#1 [pending] A"
