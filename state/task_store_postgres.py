@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     import psycopg
 
 INSTALL_HINT = 'PostgresTaskStore needs psycopg: pip install "replan[postgres]"'
-_SETUP_LOCK = 0x7265706C616E  # advisory lock key for creating the tables ("replan")
+_SETUP_LOCK = 0x7461736B73  # "tasks": the advisory lock for creating the tables (runs use
+# "replan", plans "plans"; one key for all would let a setup wait on another that waits on it)
 _SETUP = (
     """CREATE TABLE IF NOT EXISTS replan_task_lists (
         name text PRIMARY KEY,
