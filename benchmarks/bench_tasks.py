@@ -4,8 +4,9 @@
                                      [--turns]
 
 Each figure is the median of several runs of one operation on a list of that many tasks, each
-blocked by the one before (a dependency chain through the whole list). The ratio column divides
-the largest size by the smallest. Targeted operations (create, get, update status, add edge)
+blocked by the one before (a dependency chain through the whole list); the runs take turns
+between the sizes, so a busy machine slows them alike. The ratio column divides the largest
+size by the smallest. Targeted operations (create, get, update status, add edge)
 must cost, at the largest size, under 1 ms in memory and under 10 ms through a store, and grow
 less than 2x across the sizes; the last column says whether they do. The other rows are for
 information: a refused cycle walks the chain, listing and `find_cycle` read every task.
@@ -30,7 +31,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -76,17 +77,26 @@ class Timing(NamedTuple):
 
 
 def median_us(operation: Callable[[], object], repeats: int) -> float:
-    return timed(operation, repeats).wall
+    return timed_side_by_side({0: operation}, repeats)[0].wall
 
 
-def timed(operation: Callable[[], object], repeats: int) -> Timing:
-    walls, cpus = [], []
+def timed_side_by_side(
+    operations: dict[int, Callable[[], object]], repeats: int
+) -> dict[int, Timing]:
+    """Time one operation on lists of each size, taking turns between the sizes, so that a
+    busy machine or disk slows every size alike and the ratios stay fair."""
+    walls: dict[int, list[float]] = {size: [] for size in operations}
+    cpus: dict[int, list[float]] = {size: [] for size in operations}
     for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        operation()
-        cpus.append(time.process_time() - start_cpu)
-        walls.append(time.perf_counter() - start)
-    return Timing(statistics.median(walls) * 1e6, statistics.median(cpus) * 1e6)
+        for size, operation in operations.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            operation()
+            cpus[size].append(time.process_time() - start_cpu)
+            walls[size].append(time.perf_counter() - start)
+    return {
+        size: Timing(statistics.median(walls[size]) * 1e6, statistics.median(cpus[size]) * 1e6)
+        for size in operations
+    }
 
 
 def _refused(context: TaskContext, last: str) -> None:
@@ -239,17 +249,17 @@ def print_table(
     growth_title = f"x{large:,}/{small:,}"
     print(f"\n{title}")
     header = f"{'operation':26}" + "".join(f"{f'{s:,} tasks':>14}" for s in sizes)
-    header += f"{growth_title:>13}"
+    header += f"{growth_title:>15}"
     if with_cpu:
-        header += "".join(f"{f'CPU {s:,}':>13}" for s in sizes) + f"{growth_title:>13}"
+        header += "".join(f"{f'CPU {s:,}':>13}" for s in sizes) + f"{growth_title:>15}"
     print(f"{header}  target at {large:,}")
     for name, row in table.items():
         line = f"{name:26}" + "".join(f"{_duration(row[s].wall):>14}" for s in sizes)
         growth = row[large].wall / row[small].wall
-        line += f"{growth:12.2f}x"
+        line += f"{growth:14.2f}x"
         if with_cpu:
             line += "".join(f"{_duration(row[s].cpu):>13}" for s in sizes)
-            line += f"{row[large].cpu / max(row[small].cpu, 1e-3):12.2f}x"
+            line += f"{row[large].cpu / max(row[small].cpu, 1e-3):14.2f}x"
         if name in TARGETED:
             met = row[large].wall < limit and growth < GROWTH_LIMIT
             verdict = "met" if met else "MISSED"
@@ -296,17 +306,18 @@ def main() -> None:
         makers["folder store"] = folder_store
     if options.postgres:
         makers["PostgreSQL store"] = partial(postgres_store, options.postgres)
-    for size in sizes:
-        print(f"timing {size:,} tasks ...", flush=True)
-        context = chained_context(size)
-        for name, operation in in_memory_operations(context).items():
-            memory.setdefault(name, {})[size] = timed(operation, 101)
-        for title, make in makers.items():
-            with make(size) as operations:
-                for name, operation in operations.items():
-                    repeats = 3 if name.startswith(("open", "list")) else 21
-                    row = stores.setdefault(title, {}).setdefault(name, {})
-                    row[size] = timed(operation, repeats)
+    print(f"timing {' and '.join(f'{size:,}' for size in sizes)} tasks ...", flush=True)
+    contexts = {size: chained_context(size) for size in sizes}
+    by_size = {size: in_memory_operations(context) for size, context in contexts.items()}
+    for name in by_size[sizes[0]]:
+        memory[name] = timed_side_by_side({size: by_size[size][name] for size in sizes}, 101)
+    for title, make in makers.items():
+        with ExitStack() as stack:
+            stored = {size: stack.enter_context(make(size)) for size in sizes}
+            for name in stored[sizes[0]]:
+                repeats = 3 if name.startswith(("open", "list")) else 21
+                operations = {size: stored[size][name] for size in sizes}
+                stores.setdefault(title, {})[name] = timed_side_by_side(operations, repeats)
 
     print_table("in memory (each operation on a copy of the list)", memory, sizes, MEMORY_LIMIT_US)
     for title, table in stores.items():
