@@ -9,8 +9,8 @@ creates a task and then fails, which must leave no trace. Prints one JSON line p
 
 With --hang-in-save GATE, it runs one operation instead (`create_link_delete`, which changes
 three tasks) whose save stops half-way (for the folder: after its record is flushed, before any
-task file is written; for PostgreSQL: inside the open transaction), creates GATE and sleeps, so
-the test can SIGKILL the process at exactly that moment.
+task file is written; for PostgreSQL: inside the open transaction) at GATE
+(`tests.kill_gates.hold_here`), so the test can SIGKILL the process at exactly that moment.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from replan.state import FileTaskStore, TaskContext, open_task_store
 from replan.state.task_store import TaskChange
 from replan.tools import task_tools
+from tests.kill_gates import hold_here
 
 STATUSES = ["pending", "in_progress", "completed", "deleted", "done"]
 
@@ -47,19 +47,14 @@ def create_link_delete(context: TaskContext) -> None:
 
 def hang_in_save(store: Any, gate: str) -> None:
     """Make the store's first save stop at its most delicate point."""
-    original = store._save
-
-    def hang() -> None:
-        Path(gate).write_text("hit")
-        time.sleep(600)
-
-    if isinstance(store, FileTaskStore):
-        store._write_files = lambda *args, **kwargs: hang()  # after the record is flushed
+    if isinstance(store, FileTaskStore):  # after the record is flushed, before any file
+        store._write_files = lambda *args, **kwargs: hold_here(Path(gate))
     else:
+        original = store._save
 
         def save(change: TaskChange, context: TaskContext) -> None:
             original(change, context)  # written, not committed
-            hang()
+            hold_here(Path(gate))
 
         store._save = save
 

@@ -42,9 +42,8 @@ def hold(folder: str, when: str, file: str, gate: str, tool: str, args: str) -> 
         at_file = Path(path).name == file
         if at_file and when == "before":
             hold_here(Path(gate))
-        if at_file and when == "half":  # new bytes half-way over the old ones, as a kill leaves
-            with open(path, "r+b") as handle:
-                handle.write(text.encode()[: len(text) // 2])
+        if at_file and when == "half":  # only the first half of the new bytes: a torn file
+            Path(path).write_bytes(text.encode()[: len(text) // 2])
             hold_here(Path(gate))
         real_overwrite(path, text, **kwargs)
         if at_file and when == "after":

@@ -7,11 +7,8 @@ refused calls leave no trace, and a writer killed half-way leaves nothing half-d
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ from replan.state import (
     open_task_store,
 )
 from replan.tools import task_tools
+from tests.kill_gates import kill_at_gate
 from tests.task_store_random_worker import Refused, create_link_delete, create_then_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,6 +144,7 @@ def random_worker(where: str, seed: int, count: int, *extra: str) -> subprocess.
     )
 
 
+@pytest.mark.slow
 def test_four_processes_with_200_random_calls_each_keep_every_invariant(
     where: str, new_store: StoreMaker
 ) -> None:
@@ -170,6 +169,7 @@ def test_four_processes_with_200_random_calls_each_keep_every_invariant(
         assert folder_context(Path(where)) == context
 
 
+@pytest.mark.slow
 def test_a_writer_killed_in_the_middle_of_a_save_leaves_nothing_half_done(
     where: str, new_store: StoreMaker, tmp_path: Path
 ) -> None:
@@ -178,14 +178,7 @@ def test_a_writer_killed_in_the_middle_of_a_save_leaves_nothing_half_done(
     store.transact(lambda context: [context.create(s) for s in ("A", "B", "C")])
     before = store.read()
     gate = tmp_path / "gate"
-    child = random_worker(where, 0, 0, "--hang-in-save", str(gate))
-    deadline = time.monotonic() + 120
-    while not gate.exists():
-        assert child.poll() is None, child.communicate()
-        assert time.monotonic() < deadline, "the worker never reached its save"
-        time.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    child.communicate(timeout=30)
+    kill_at_gate(random_worker(where, 0, 0, "--hang-in-save", str(gate)), gate)
     # The lock died with the process (this would hang otherwise).
     after = new_store().transact(lambda context: context)
     check_invariants(after)
@@ -202,6 +195,7 @@ def without_times(context: TaskContext) -> dict[str, Any]:
     return context.model_dump(exclude={"tasks": {"__all__": {"created_at"}}})
 
 
+@pytest.mark.slow
 def test_the_core_imports_and_works_without_psycopg() -> None:
     script = (
         "import sys; sys.modules['psycopg'] = None\n"  # makes `import psycopg` fail

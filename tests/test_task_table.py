@@ -57,12 +57,14 @@ def test_every_version_matches_a_dict_and_old_versions_never_change(
 
 
 def test_lookups_are_by_canonical_id_and_duplicates_are_refused() -> None:
-    table = TaskTable([task(7), task(70)])
-    assert table.by_id("7") is table[0] and table.by_id("07") is None
+    seven, seventy = task(7), task(70)
+    table = TaskTable([seventy, seven])
+    assert table.by_id("7") is seven and table[0] is seven and table.by_id("07") is None
     assert table.by_id("abc") is None and table.by_id("") is None
-    assert table[-1].id == "70" and [t.id for t in table[:1]] == ["7"]
-    assert task(7) in table and task(8) not in table
-    assert table == [task(7), task(70)] and table != [task(70)]
+    assert table[-1] is seventy and list(table[:1]) == [seven]
+    assert seven in table and task(8) not in table
+    assert seven.model_copy(update={"subject": "other"}) not in table
+    assert table == [seven, seventy] and table != [seventy]
     try:
         TaskTable([task(3), task(3)])
     except ValueError as error:
