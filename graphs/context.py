@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -17,6 +17,12 @@ DEFAULT_MISTAKE_RETRIES = 2
 MAX_BOUND = 1000
 """Largest accepted `max_iterations` / `executor_max_steps`: the graphs' recursion limits are
 sized from it, so no legal run is ever cut short by LangGraph's own limit."""
+DEFAULT_MAX_CONCURRENCY = 8
+MAX_CONCURRENCY = 64
+"""Largest accepted `max_concurrency`; the graph's thread pool (sync runs) is sized from it."""
+
+ReplanMode = Literal["each_wave", "when_needed"]
+REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -34,7 +40,8 @@ def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND
 
 @dataclass(kw_only=True)
 class Context:
-    """How to reach the chat model, how far a run may go, and whether a human approves the plan.
+    """How to reach the chat model, how far a run may go, how many steps run at once, when the
+    replanner is asked, and whether a human approves the plan.
 
     Model settings apply only when the graph builds its own `ChatOpenAI` (no `model=` was given
     to `build_plan_execute_graph`). Unset model fields default from the environment; unset
@@ -99,6 +106,21 @@ class Context:
             f"no usable decision. Empty: the graph's default ({DEFAULT_MISTAKE_RETRIES})."
         },
     )
+    max_concurrency: int = field(
+        default=DEFAULT_MAX_CONCURRENCY,
+        metadata={
+            "description": "Most plan steps carried out at the same time; the runnable steps "
+            f"beyond it wait for the next wave. 1 to {MAX_CONCURRENCY}."
+        },
+    )
+    replan: ReplanMode = field(
+        default="each_wave",
+        metadata={
+            "description": "When the replanner asks the model: 'each_wave' after every wave of "
+            "steps, or 'when_needed' only once no step can run, a step came back unfinished "
+            "or failed, or max_iterations is reached."
+        },
+    )
 
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
@@ -113,6 +135,11 @@ class Context:
                 check_count(name, value, minimum=minimum)
         if self.mistake_retries is not None:
             check_count("mistake_retries", self.mistake_retries, minimum=0)
+        check_count("max_concurrency", self.max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+        if self.replan not in REPLAN_MODES:
+            raise ValueError(
+                f"replan must be one of {', '.join(REPLAN_MODES)}, not {self.replan!r}"
+            )
 
     def settings(self) -> dict[str, Any]:
         """The fields as plain values (no secrets live here), e.g. to store with a run."""

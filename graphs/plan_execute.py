@@ -1,5 +1,9 @@
 """The plan–execute–replan graph: START → planner → executor → replanner → (executor | END).
 
+The edges into `executor` send one task per step that can start (`Send` fan-out), so the steps
+of a wave run side by side; the plain edge `executor` → `replanner` runs the replanner once,
+after the whole wave.
+
 `build_plan_execute_graph` returns a compiled graph for library use (give it a checkpointer to
 persist and resume runs); `graph` is the same graph without a checkpointer, which is what
 `langgraph dev` serves as `plan_execute` (see langgraph.json).
@@ -18,17 +22,18 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer
+from langgraph.types import Checkpointer, Send
 
 from replan.graphs.context import (
     DEFAULT_EXECUTOR_MAX_STEPS,
     DEFAULT_MAX_ITERATIONS,
     DEFAULT_MISTAKE_RETRIES,
     MAX_BOUND,
+    MAX_CONCURRENCY,
     Bounds,
     Context,
 )
-from replan.graphs.executor import Executor
+from replan.graphs.executor import EXECUTOR, Executor, wave
 from replan.graphs.planner import Planner
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.review import PlanReviewNode
@@ -99,15 +104,18 @@ def check_build_arguments(
 
 def after_planner(
     state: PlanExecuteState, runtime: Runtime[Context]
-) -> Literal["review_plan", "executor"]:
-    """Go to the human review when the run's context asks for it."""
-    approve = runtime.context is not None and runtime.context.approve_plan
-    return "review_plan" if approve else "executor"
+) -> Literal["review_plan"] | list[Send]:
+    """Go to the human review when the run's context asks for it, else start the first wave."""
+    if runtime.context is not None and runtime.context.approve_plan:
+        return "review_plan"
+    return wave(state, runtime.context)
 
 
-def after_replanner(state: PlanExecuteState) -> Literal["executor", "__end__"]:
-    """End once there is a response; otherwise execute the next step."""
-    return "__end__" if state.get("response") else "executor"
+def after_replanner(
+    state: PlanExecuteState, runtime: Runtime[Context]
+) -> Literal["__end__"] | list[Send]:
+    """End once there is a response; otherwise start the next wave of steps."""
+    return "__end__" if state.get("response") else wave(state, runtime.context)
 
 
 def build_plan_execute_graph(
@@ -157,15 +165,17 @@ def build_plan_execute_graph(
         output_schema=PlanExecuteOutput,
     )
     builder.add_node("planner", dual_node(planner.planner))
-    builder.add_node("review_plan", PlanReviewNode(texts), destinations=("executor", END))
-    builder.add_node("executor", dual_node(executor.executor))
+    builder.add_node("review_plan", PlanReviewNode(texts), destinations=(EXECUTOR, END))
+    builder.add_node(EXECUTOR, dual_node(executor.executor))
     builder.add_node("replanner", dual_node(planner.replanner))
     builder.add_edge(START, "planner")
-    builder.add_conditional_edges("planner", after_planner)
-    builder.add_edge("executor", "replanner")
-    builder.add_conditional_edges("replanner", after_replanner)
+    builder.add_conditional_edges("planner", after_planner, ["review_plan", EXECUTOR])
+    builder.add_edge(EXECUTOR, "replanner")
+    builder.add_conditional_edges("replanner", after_replanner, [EXECUTOR, END])
     compiled = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
-    return compiled.with_config(recursion_limit=RECURSION_LIMIT)
+    # The thread pool of sync runs must hold a whole wave; `max_concurrency` in the run's
+    # Context is what bounds a wave.
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
 
 
 graph = build_plan_execute_graph()

@@ -8,6 +8,7 @@ what went wrong and asked again, up to a bound, then `PlanExecuteError` stops th
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,31 +18,133 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from replan.graphs.chat_model import ask_model, resolve_model
 from replan.graphs.context import Bounds, Context
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import PlanExecuteState, briefing, format_plan, require_objective
+from replan.graphs.state import (
+    ExecutedStep,
+    PlanExecuteState,
+    PlannedStep,
+    format_executed_steps,
+    format_plan,
+    replanner_briefing,
+    require_objective,
+    runnable_steps,
+    steps_left,
+)
 from replan.graphs.steps import Steps
 from replan.tools.arguments import validation_problems
 
 SENT_PREVIEW_CHARS = 300
 
 
+class PlanStepArgs(BaseModel):
+    """A step with its dependencies: 1-based positions of earlier steps of the same list.
+    Without `depends_on` it runs after the step before it, like a plain string."""
+
+    step: str
+    depends_on: list[int] | None = None
+
+
 class PlanArgs(BaseModel):
-    """Arguments of the `plan` decision: a non-empty list of non-blank steps."""
+    """Arguments of the `plan` decision: a non-empty list of steps, each a non-blank string or
+    a `PlanStepArgs` whose dependencies name only earlier steps (so there is no cycle).
 
-    steps: list[str] = Field(min_length=1)
+    A string holding such an object as JSON is read as the object, which lets a command line
+    pass dependencies (`--edit-plan '{"step": "...", "depends_on": [1]}'`).
+    """
 
-    @field_validator("steps")
+    steps: list[str | PlanStepArgs] = Field(min_length=1)
+
+    @field_validator("steps", mode="before")
     @classmethod
-    def _no_blank_steps(cls, steps: list[str]) -> list[str]:
-        cleaned = [step.strip() for step in steps]
-        if not all(cleaned):
-            raise ValueError("a step must not be blank")
-        return cleaned
+    def _objects_written_as_json(cls, steps: Any) -> Any:
+        if not isinstance(steps, list):
+            return steps
+        return [_json_object(step) if isinstance(step, str) else step for step in steps]
+
+    @model_validator(mode="after")
+    def _valid_steps(self) -> PlanArgs:
+        problems: list[str] = []
+        for position, (text, depends_on) in enumerate(self.positions(), 1):
+            if not text:
+                problems.append(f"step {position} is blank")
+            for other in depends_on:
+                if other == position:
+                    problems.append(f"step {position} depends on itself")
+                elif not 1 <= other <= len(self.steps):
+                    problems.append(
+                        f"step {position} depends on step {other}, but the list has steps 1 "
+                        f"to {len(self.steps)}"
+                    )
+                elif other > position:
+                    problems.append(
+                        f"step {position} depends on step {other}, which comes after it (a "
+                        "step may only depend on steps listed before it)"
+                    )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def positions(self) -> list[tuple[str, list[int]]]:
+        """Each step's text and the 1-based positions of the steps it waits for."""
+        return [
+            (step.strip(), [position - 1] if position > 1 else [])
+            if isinstance(step, str)
+            else (step.step.strip(), _waits_for(position, step.depends_on))
+            for position, step in enumerate(self.steps, 1)
+        ]
+
+
+def _waits_for(position: int, depends_on: list[int] | None) -> list[int]:
+    if depends_on is None:
+        return [position - 1] if position > 1 else []
+    return sorted(set(depends_on))
+
+
+def _json_object(text: str) -> Any:
+    """`text` parsed when it is a JSON object with a `step`; else `text` itself."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) and "step" in value else text
+
+
+def accept_plan(
+    args: PlanArgs, *, keep: Sequence[PlannedStep] = (), done: Sequence[ExecutedStep] = ()
+) -> list[PlannedStep]:
+    """The plan `args` describes, with stable step ids (positions become id dependencies).
+
+    A step whose text matches a step of `keep` (the plan it replaces) keeps that step's id and
+    its dependencies on `done` steps, so it still sees their results; every other step gets a
+    new id, unique among `keep` and `done`.
+    """
+    done_ids = {step["id"] for step in done if "id" in step}
+    unmatched = list(keep)
+    next_id = max([*done_ids, *(step["id"] for step in keep)], default=0) + 1
+    ids: list[int] = []
+    carried: list[list[int]] = []
+    positions = args.positions()
+    for text, _ in positions:
+        match = next((step for step in unmatched if step["step"] == text), None)
+        if match is None:
+            ids.append(next_id)
+            carried.append([])
+            next_id += 1
+        else:
+            unmatched.remove(match)
+            ids.append(match["id"])
+            carried.append([d for d in match["depends_on"] if d in done_ids])
+    return [
+        {"id": ids[i], "step": text, "depends_on": [*carried[i], *(ids[p - 1] for p in after)]}
+        for i, (text, after) in enumerate(positions)
+    ]
 
 
 class RespondArgs(BaseModel):
@@ -60,8 +163,13 @@ class DecisionTool:
     field_descriptions: dict[str, str]
 
     def spec(self) -> dict[str, Any]:
-        """The OpenAI function schema of this tool."""
-        parameters = self.args.model_json_schema()
+        """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
+        local servers cannot follow). Built once: every planner and replanner call sends it."""
+        return self._spec
+
+    @functools.cached_property
+    def _spec(self) -> dict[str, Any]:
+        parameters = _inline_refs(self.args.model_json_schema())
         parameters.pop("title", None)
         parameters.pop("description", None)
         for name, description in self.field_descriptions.items():
@@ -70,8 +178,25 @@ class DecisionTool:
         return {"type": "function", "function": function}
 
 
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with each `{"$ref": "#/$defs/X"}` replaced by the definition of X."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
 def plan_tool(prompts: Prompts) -> DecisionTool:
-    """The `plan` tool: `steps`, a list of strings."""
+    """The `plan` tool: `steps`, each a string or a step with its dependencies."""
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": prompts.plan_steps})
 
 
@@ -165,6 +290,8 @@ class Planner:
         self.tools = list(tools)
         self.prompts = prompts
         self.bounds = bounds
+        self.plan_tool = plan_tool(prompts)
+        self.respond_tool = respond_tool(prompts)
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
@@ -174,39 +301,66 @@ class Planner:
         args = yield from decide(
             resolve_model(self.model, runtime.context),
             [system, *state["messages"]],
-            [plan_tool(self.prompts)],
+            [self.plan_tool],
             node="planner",
             prompts=self.prompts,
             retries=self.bounds.for_run(runtime.context).mistake_retries,
         )
         assert isinstance(args, PlanArgs)
-        return {"plan": args.steps, "response": "", "stop_reason": "", "iterations": 0}
+        plan = accept_plan(args, done=state.get("executed_steps", []))
+        return {"plan": plan, "response": "", "stop_reason": "", "iterations": 0}
 
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
     ) -> Steps[dict[str, Any]]:
-        """Respond, or plan the remaining steps; past `max_iterations`, end with a plain report."""
-        bounds = self.bounds.for_run(runtime.context)
-        brief = briefing(state)
+        """After a wave: respond, or plan the steps still to do; past `max_iterations`, end with
+        a plain report. With `replan="when_needed"` the model is asked only when no planned step
+        is left, a step of the wave came back unfinished or failed, or this is the last round;
+        otherwise the plan goes on without the wave's steps."""
+        context = runtime.context or Context()
+        bounds = self.bounds.for_run(context)
+        rounds = state.get("iterations", 0) + 1
+        left = steps_left(state)
+        if context.replan == "when_needed" and not (
+            rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
+        ):
+            return {"plan": left, "iterations": rounds}
         args = yield from decide(
-            resolve_model(self.model, runtime.context),
+            resolve_model(self.model, context),
             [
                 SystemMessage(self.prompts.replanner),
-                HumanMessage(self.prompts.replanner_task.format(**brief)),
+                HumanMessage(self.prompts.replanner_task.format(**replanner_briefing(state))),
             ],
-            [plan_tool(self.prompts), respond_tool(self.prompts)],
+            [self.plan_tool, self.respond_tool],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,
         )
         if isinstance(args, RespondArgs):
-            return {"response": args.response}
+            return {"response": args.response, "plan": left, "iterations": rounds}
         assert isinstance(args, PlanArgs)
-        if state.get("iterations", 0) < bounds.max_iterations:
-            return {"plan": args.steps}
+        done = state.get("executed_steps", [])
+        plan = accept_plan(args, keep=left, done=done)
+        if rounds < bounds.max_iterations:
+            return {"plan": plan, "iterations": rounds}
         report = self.prompts.not_finished.format(
             max_iterations=bounds.max_iterations,
-            executed_steps=brief["executed_steps"],
-            plan=format_plan(args.steps),
+            executed_steps=format_executed_steps(done),
+            plan=format_plan(plan),
         )
-        return {"plan": args.steps, "response": report, "stop_reason": "max_iterations"}
+        return {
+            "plan": plan,
+            "response": report,
+            "stop_reason": "max_iterations",
+            "iterations": rounds,
+        }
+
+
+def wave_fell_short(state: PlanExecuteState) -> bool:
+    """Whether a step of the last wave (the executed steps still in `plan`) came back
+    unfinished or failed."""
+    planned = {step["id"] for step in state.get("plan", [])}
+    return any(
+        done.get("id") in planned and done.get("status", "done") != "done"
+        for done in state.get("executed_steps", [])
+    )

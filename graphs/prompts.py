@@ -10,32 +10,42 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, fields
 
-PLANNER = """You turn a user's objective into a plan that another agent will carry out.
+PLANNER = """You turn a user's objective into a plan that other agents will carry out.
 
-Call the `plan` tool once with the steps, in the order they must be done. Write each step so \
-that someone who sees only that step, the objective and the results of earlier steps can do it: \
-name the inputs, the expected output and how to tell it is done. Leave out steps that add \
-nothing, and make the last step produce the answer or deliverable the user asked for. Keep the \
-plan as short as the objective allows.
+Call the `plan` tool once with the steps. Each step goes to an agent that sees only the \
+objective, the text of that step and the results of the steps it depends on, so write every \
+step to stand on its own: name its inputs, the expected output and how to tell it is done. Leave \
+out steps that add nothing, make the last step produce the answer or deliverable the user asked \
+for, and keep the plan as short as the objective allows.
 
-The agent carrying out the steps can use these tools:
+Steps that do not need each other's results can run at the same time. A step written as a plain \
+string runs after the step listed before it. A step written as an object \
+{{"step": "...", "depends_on": [...]}} runs as soon as the steps at the listed 1-based \
+positions are done, and right away with an empty list; it may only name steps listed before it. \
+For example, two look-ups side by side and a comparison of their results:
+[{{"step": "Find the price of plan A", "depends_on": []}}, \
+{{"step": "Find the price of plan B", "depends_on": []}}, \
+{{"step": "Compare the two prices and recommend one", "depends_on": [1, 2]}}]
+
+The agents carrying out the steps can use these tools:
 {tools}"""
 
-EXECUTOR = """You carry out one step of a larger plan, carefully and completely.
+FAILED_PREFIX = "FAILED:"
+"""How an executor's report starts when it could not do its step (see `EXECUTOR`)."""
+
+EXECUTOR = f"""You carry out one step of a larger plan, carefully and completely.
 
 Use the tools when they help; the task tools (TaskCreate, TaskGet, TaskUpdate, TaskList) keep a \
-shared task list across steps. Do only the step you are given. When it is done, answer with a \
-plain-text report of what you did and what you found: that report is all the next stages will \
-see of your work."""
+task list shared with the other steps, some of which may be running at the same time as yours. \
+Do only the step you are given. When it is done, answer with a plain-text report of what you \
+did and what you found: that report is all the later steps will see of your work. If the step \
+cannot be done, start the report with "{FAILED_PREFIX}" and say why."""
 
 EXECUTOR_TASK = """# Objective
 {objective}
 
-# The plan still to do (your step comes first)
-{plan}
-
-# Steps already done, with their results
-{executed_steps}
+# Results of the steps yours builds on
+{dependencies}
 
 # Task list
 {tasks}
@@ -48,9 +58,16 @@ REPLANNER = """You check how work on an objective is going and decide what happe
 Call exactly one tool:
 - `respond`, when the objective is met: give the user the full final answer, built from the \
 results of the steps.
-- `plan`, when work remains: list only the steps still to do, in order. Drop steps that are \
-done, use what the results taught you, and fix gaps or failures they reveal. Each step must be \
-doable on its own by an agent that sees only that step, the objective and earlier results."""
+- `plan`, when work remains: list only the steps still to do. Use what the results taught you, \
+and fix gaps or failures they reveal.
+
+Write the steps as in a new plan: a plain string runs after the step before it, and an object \
+with `step` and `depends_on` runs once the steps at those 1-based positions of your new list \
+are done (an empty list: right away). Steps already done stay done: leave them out and \
+do not point at them. A step you keep word for word still sees the results it was planned to \
+use; any other step sees only the objective, its own text and the results of the steps it \
+depends on in your list, so copy into its text what it needs from earlier results. Long results \
+are shortened below; the full text is kept."""
 
 REPLANNER_TASK = """# Objective
 {objective}
@@ -80,19 +97,25 @@ STEP_UNFINISHED = """UNFINISHED: the step was stopped after {max_steps} model ca
 executor gave its final answer. Its last tool results:
 {progress}"""
 
-REVIEW_QUESTION = """Approve this plan? Answer "approve", "reject", or an edited list of steps."""
+REVIEW_QUESTION = """Approve this plan? Answer "approve", "reject", or an edited list of steps \
+(strings, or {{"step": "...", "depends_on": [positions]}} for a step that waits for other \
+steps than the one before it)."""
 
 REJECTED = """The plan was rejected at review, so nothing was carried out.{reason}"""
 
-PLAN_TOOL = "Submit the plan: the steps to carry out, in order."
-PLAN_STEPS = "The steps, in the order they must be done; each one clear and self-contained."
+PLAN_TOOL = "Submit the plan: the steps to carry out, each listed after the steps it needs."
+PLAN_STEPS = (
+    "The steps, each clear and self-contained. An item is either a string, which runs after "
+    "the item before it, or an object with `step` (the text) and `depends_on` (the 1-based "
+    "positions of earlier items whose results it needs; an empty list starts it at once)."
+)
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "planner": frozenset({"tools"}),
     "executor": frozenset(),
-    "executor_task": frozenset({"objective", "plan", "executed_steps", "tasks", "step"}),
+    "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
     "replanner": frozenset(),
     "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks"}),
     "correction": frozenset({"problem", "sent", "expected"}),

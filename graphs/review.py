@@ -1,8 +1,10 @@
 """Human review of a new plan: the `review_plan` node and the answers it accepts.
 
-The node pauses the run with `interrupt({"plan": [...], "question": str})`. Resume it with
-"approve" / `{"action": "approve"}`, a list of steps / `{"action": "edit", "steps": [...]}`, or
-"reject" / `{"action": "reject", "reason": str}`; any other answer pauses again with an `error`.
+The node pauses the run with `interrupt({"plan": [...], "question": str})`, the plan written as
+a model writes it (a string for a step that runs after the one before it, else `{"step": ...,
+"depends_on": [positions]}`). Resume it with "approve" / `{"action": "approve"}`, a list of
+steps / `{"action": "edit", "steps": [...]}` (strings or such objects), or "reject" /
+`{"action": "reject", "reason": str}`; any other answer pauses again with an `error`.
 """
 
 from __future__ import annotations
@@ -10,20 +12,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langgraph.runtime import get_runtime
 from langgraph.types import Command, interrupt
 from pydantic import ValidationError
 
-from replan.graphs.planner import PlanArgs
+from replan.graphs.context import Context
+from replan.graphs.executor import wave
+from replan.graphs.planner import PlanArgs, accept_plan
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import PlanExecuteState, format_plan
+from replan.graphs.state import PlanExecuteState, format_plan, plan_items
+from replan.tools.arguments import validation_problems
 
 
 @dataclass(frozen=True)
 class PlanReview:
-    """A reviewer's answer to a proposed plan."""
+    """A reviewer's answer to a proposed plan; `steps` is set for an edit."""
 
     action: Literal["approve", "edit", "reject"]
-    steps: tuple[str, ...] = ()
+    steps: PlanArgs | None = None
     reason: str = ""
 
 
@@ -46,10 +52,14 @@ def parse_plan_review(answer: Any) -> PlanReview:
         return PlanReview("reject", reason=str(answer.get("reason") or ""))
     if action == "edit":
         try:
-            steps = PlanArgs(steps=answer.get("steps")).steps
+            steps = PlanArgs(steps=answer.get("steps"))
         except ValidationError as exc:
-            raise ValueError(f"an edited plan needs a non-empty list of steps: {exc}") from exc
-        return PlanReview("edit", steps=tuple(steps))
+            raise ValueError(
+                "an edited plan needs a non-empty list of steps, each a string or "
+                '{"step": "...", "depends_on": [earlier positions]}: '
+                f"{validation_problems(exc)}"
+            ) from exc
+        return PlanReview("edit", steps=steps)
     raise ValueError(f"plan review answer {answer!r} is not understood; send {REVIEW_ANSWERS}")
 
 
@@ -61,10 +71,11 @@ class PlanReviewNode:
 
     def __call__(self, state: PlanExecuteState) -> Command[Literal["executor", "__end__"]]:
         """An answer that is none of those pauses again, with an `error` saying what is
-        accepted, so a typo never strands the run."""
+        accepted, so a typo never strands the run. An approved (or edited) plan starts its
+        first wave of steps."""
         plan = state["plan"]
         question = self.prompts.review_question.format(plan=format_plan(plan))
-        shown: dict[str, Any] = {"plan": plan, "question": question}
+        shown: dict[str, Any] = {"plan": plan_items(plan), "question": question}
         while True:
             try:
                 review = parse_plan_review(interrupt(shown))
@@ -76,6 +87,8 @@ class PlanReviewNode:
             return Command(
                 goto="__end__", update={"response": self.prompts.rejected.format(reason=reason)}
             )
-        if review.action == "edit":
-            return Command(goto="executor", update={"plan": list(review.steps)})
-        return Command(goto="executor")
+        context = get_runtime(Context).context
+        if review.steps is None:
+            return Command(goto=wave(state, context))
+        edited = accept_plan(review.steps, keep=plan, done=state.get("executed_steps", []))
+        return Command(goto=wave({**state, "plan": edited}, context), update={"plan": edited})

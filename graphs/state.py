@@ -1,23 +1,47 @@
 """State schemas of the plan–execute–replan graph, and the views of it that prompts show.
 
-The graph keeps the user's `messages`, the `plan` (steps still to do; the executor runs
-`plan[0]`), the `executed_steps` with their results, the final `response`, the shared task list
-(`tasks_context`) and how many execute→replan rounds ran (`iterations`).
+The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
+and the ids of the steps it waits for), the `executed_steps` with their results, the final
+`response`, the shared task list (`tasks_context`) and how many execute→replan rounds ran
+(`iterations`). Each round carries out one wave: every planned step whose dependencies are
+done, side by side (see `runnable_steps`).
+
+A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
+after the item before it, or `{"step": text, "depends_on": [positions]}` with 1-based positions
+of earlier items of the same list. `plan_items` turns a stored plan back into that form.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph import add_messages
 from typing_extensions import TypedDict
 
 from replan.graphs.errors import InvalidInputError
+from replan.graphs.task_merge import merge_task_updates
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
-from replan.tools.task_state import TasksState, update_task_context
+from replan.tools.task_state import TasksState
+
+REPLANNER_RESULT_CHARS = 600
+"""How much of each result the replanner's prompt shows (the state keeps all of it)."""
+
+
+class PlannedStep(TypedDict):
+    """A step still to do: a stable `id` (unique in the thread), its text, and the ids of the
+    steps that must be done before it starts."""
+
+    id: int
+    step: str
+    depends_on: list[int]
+
+
+StepStatus = Literal["done", "unfinished", "failed"]
+"""How a step ended: its executor answered, ran out of model calls, or reported a failure."""
 
 
 class ExecutedStep(TypedDict):
@@ -25,6 +49,12 @@ class ExecutedStep(TypedDict):
 
     step: str
     result: str
+    id: NotRequired[int]
+    status: NotRequired[StepStatus]
+
+
+PlanItem = str | dict[str, Any]
+"""A step as a model or a reviewer writes it (see the module docstring)."""
 
 
 class PlanExecuteInput(TypedDict):
@@ -42,20 +72,34 @@ class PlanExecuteOutput(TypedDict, total=False):
     when the run ended without meeting the objective."""
 
     response: str
-    plan: list[str]
+    plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
-    """The full state of the plan–execute graph."""
+    """The full state of the plan–execute graph.
 
-    plan: list[str]
+    `tasks_context` merges the task-list changes of parallel executor branches
+    (`replan.graphs.task_merge`); a plain `TaskContext` written to it replaces the list.
+    """
+
+    plan: list[PlannedStep]
     executed_steps: Annotated[list[ExecutedStep], operator.add]
     response: str
     stop_reason: StopReason
-    tasks_context: Annotated[TaskContext, update_task_context]
+    tasks_context: Annotated[TaskContext, merge_task_updates]
     iterations: int
+
+
+class StepRun(TypedDict):
+    """What one executor branch gets: the objective, its step, the results of the steps it
+    depends on, and the task list as the wave started."""
+
+    objective: str
+    step: PlannedStep
+    dependencies: list[ExecutedStep]
+    tasks_context: TaskContext
 
 
 class ExecutorState(TasksState, total=False):
@@ -84,24 +128,96 @@ def require_objective(state: PlanExecuteInput) -> str:
     return objective
 
 
-def format_plan(steps: list[str]) -> str:
-    """A numbered list of steps, or "(none)"."""
-    return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1)) or "(none)"
+def runnable_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:
+    """The steps of `plan` whose dependencies are all done (none of them is still planned)."""
+    waiting = {step["id"] for step in plan}
+    return [step for step in plan if waiting.isdisjoint(step["depends_on"])]
 
 
-def format_executed_steps(steps: list[ExecutedStep]) -> str:
-    """Each executed step with its result, numbered, or "(none yet)"."""
+def _positions(plan: Sequence[PlannedStep]) -> list[list[int]]:
+    """Each step's dependencies as 1-based positions in `plan` (done steps left out)."""
+    where = {step["id"]: position for position, step in enumerate(plan, 1)}
+    return [sorted(where[d] for d in step["depends_on"] if d in where) for step in plan]
+
+
+def _after_the_one_before(position: int, depends_on: list[int]) -> bool:
+    return depends_on == ([position - 1] if position > 1 else [])
+
+
+def plan_items(plan: Sequence[PlannedStep]) -> list[PlanItem]:
+    """`plan` as a model or reviewer writes it: a string for a step that waits only for the
+    one before it, else `{"step", "depends_on": [positions]}`."""
+    return [
+        step["step"]
+        if _after_the_one_before(position, depends_on)
+        else {"step": step["step"], "depends_on": depends_on}
+        for position, (step, depends_on) in enumerate(zip(plan, _positions(plan), strict=True), 1)
+    ]
+
+
+def format_plan(plan: Sequence[PlannedStep] | Sequence[PlanItem]) -> str:
+    """A numbered list of steps (a stored plan, or items as a model writes them), or "(none)".
+    When some step waits for more or less than the one before it, every line says what it
+    waits for."""
+    items: list[Any] = list(plan)
+    if any(isinstance(item, dict) and "id" in item for item in items):
+        items = plan_items(items)
+    chain = all(isinstance(item, str) for item in items)
+    lines = []
+    for position, item in enumerate(items, 1):
+        if isinstance(item, str):
+            lines.append(f"{position}. {item}")
+            continue
+        after = ", ".join(map(str, item.get("depends_on") or [])) or "nothing"
+        text = item.get("step", "")
+        lines.append(f"{position}. {text}" if chain else f"{position}. {text} [after: {after}]")
+    return "\n".join(lines) or "(none)"
+
+
+def _shorten(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… [{len(text) - limit} more characters not shown]"
+
+
+def format_executed_steps(
+    steps: Sequence[ExecutedStep], *, limit: int | None = None, empty: str = "(none yet)"
+) -> str:
+    """Each executed step with its result, numbered, or `empty`; `limit` shortens long
+    results to their first `limit` characters."""
     blocks = (
-        f"{i}. {done['step']}\n   Result: {done['result']}" for i, done in enumerate(steps, 1)
+        f"{i}. {done['step']}\n   Result: {_shorten(done['result'], limit)}"
+        for i, done in enumerate(steps, 1)
     )
-    return "\n".join(blocks) or "(none yet)"
+    return "\n".join(blocks) or empty
 
 
-def briefing(state: PlanExecuteState) -> dict[str, str]:
-    """The progress so far, as the prompt placeholders name it."""
+def steps_left(state: PlanExecuteState) -> list[PlannedStep]:
+    """The planned steps not carried out yet (the last wave's are still in `plan` until the
+    replanner runs)."""
+    done = {step.get("id") for step in state.get("executed_steps", [])}
+    return [step for step in state.get("plan", []) if step["id"] not in done]
+
+
+def replanner_briefing(state: PlanExecuteState) -> dict[str, str]:
+    """The progress so far, as the replanner's prompt placeholders name it: every result, long
+    ones shortened, so the prompt grows linearly with the steps done."""
     return {
         "objective": objective_text(state["messages"]),
-        "plan": format_plan(state.get("plan", [])),
-        "executed_steps": format_executed_steps(state.get("executed_steps", [])),
+        "plan": format_plan(steps_left(state)),
+        "executed_steps": format_executed_steps(
+            state.get("executed_steps", []), limit=REPLANNER_RESULT_CHARS
+        ),
         "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
+    }
+
+
+def executor_briefing(run: StepRun) -> dict[str, str]:
+    """What one step's executor is shown: the objective, its step, the results of the steps
+    it depends on, and the task list."""
+    return {
+        "objective": run["objective"],
+        "step": run["step"]["step"],
+        "dependencies": format_executed_steps(run["dependencies"], empty="(none)"),
+        "tasks": format_task_list(run["tasks_context"]),
     }

@@ -3,11 +3,14 @@
 `respond(request)` plays every role of the graph, recognised by the tools the request offers:
 
 - planner — the request forces (or only offers) the `plan` tool: a plan of N steps named
-  ``Step i of N [topic]`` where topic is the objective's first words and N comes from
-  "in N steps" in the objective (default 3);
+  ``Step i of N [topic]`` where topic is the objective's first words. The objective sets the
+  shape: "in N steps" is a chain of plain strings (default 3 steps), "in N parallel steps" has
+  N steps that need nothing, "in N diamond steps" is one step, N - 2 steps that need it, and a
+  last step that needs those (`dependencies`);
 - replanner — offers `plan` and `respond`: `plan` with the steps whose result marker is not yet
-  in the prompt, or `respond` once every step's is;
-- executor — anything else: a text result carrying the marker ``RESULT i/N``.
+  in the prompt (dependencies renumbered within that list), or `respond` once every step's is;
+- executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
+  named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
 Since nothing is remembered between calls, two processes may share one server and a run may
 be killed and resumed.
@@ -16,6 +19,7 @@ be killed and resumed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +28,9 @@ from tests.scripted_openai import Reply, text, tool_call
 DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
 _RESULT = re.compile(r"RESULT (\d+)/(\d+)")
-_STEP_COUNT = re.compile(r"\bin (\d+) steps\b", re.IGNORECASE)
+_STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
+ROLES = ("planner", "executor", "replanner")
+FILLER = " The details of this step are written out here at length."
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,16 @@ def step_text(index: int, total: int, topic: str) -> str:
     return f"Step {index} of {total} [{topic}]"
 
 
+def dependencies(shape: str, total: int) -> list[list[int]] | None:
+    """The 1-based positions each step of a `shape` plan waits for; None for plain strings."""
+    if shape == "parallel":
+        return [[] for _ in range(total)]
+    if shape == "diamond":
+        middle = list(range(2, total))
+        return [[], *([[1]] * len(middle)), middle]
+    return None
+
+
 def _content(message: dict[str, Any]) -> str:
     content = message.get("content") or ""
     if isinstance(content, list):
@@ -47,7 +63,8 @@ def _content(message: dict[str, Any]) -> str:
     return str(content)
 
 
-def _prompt(request: dict[str, Any]) -> str:
+def prompt_text(request: dict[str, Any]) -> str:
+    """Every message text of `request`, joined."""
     return "\n".join(_content(m) for m in request.get("messages", []))
 
 
@@ -88,53 +105,97 @@ def classify(request: dict[str, Any]) -> Call:
         return Call("planner")
     if "plan" in names and "respond" in names:
         return Call("replanner")
-    prompt = _prompt(request)
+    prompt = prompt_text(request)
     done = _done(prompt)
-    pending = sorted(int(m[0]) for m in _STEP.findall(prompt) if int(m[0]) not in done)
+    pending = [int(m[0]) for m in _STEP.findall(prompt) if int(m[0]) not in done]
     return Call("executor", pending[0] if pending else None)
 
 
-def _objective(request: dict[str, Any]) -> str:
+def objective(request: dict[str, Any]) -> str:
+    """The last user message of `request` (the objective, for the planner)."""
     users = [m for m in request.get("messages", []) if m.get("role") == "user"]
     return _content(users[-1]) if users else ""
 
 
-def _plan(request: dict[str, Any]) -> Reply:
-    objective = _objective(request)
-    count = _STEP_COUNT.search(objective)
+def plan_items(prompt: str, steps: Sequence[int], total: int, topic: str) -> list[Any]:
+    """Steps `steps` (1-based indices of the full plan) as the `plan` tool takes them; the
+    shape comes from the objective in `prompt`."""
+    count = _STEP_COUNT.search(prompt)
+    shape = (count[2] or "").strip().lower() if count else ""
+    waits = dependencies(shape, total)
+    if waits is None:
+        return [step_text(i, total, topic) for i in steps]
+    position = {index: p for p, index in enumerate(steps, 1)}
+    return [
+        {
+            "step": step_text(i, total, topic),
+            "depends_on": [position[d] for d in waits[i - 1] if d in position],
+        }
+        for i in steps
+    ]
+
+
+def first_plan(request: dict[str, Any]) -> list[Any]:
+    """The planner's steps for the objective of `request`."""
+    goal = objective(request)
+    count = _STEP_COUNT.search(goal)
     total = int(count[1]) if count else DEFAULT_STEPS
-    topic = " ".join(re.sub(r"[^a-z0-9 ]", " ", objective.lower()).split()[:5])
-    steps = [step_text(i, total, topic) for i in range(1, total + 1)]
-    return tool_call("plan", {_first_param(request, "plan", "steps"): steps})
+    topic = " ".join(re.sub(r"[^a-z0-9 ]", " ", goal.lower()).split()[:5])
+    return plan_items(goal, range(1, total + 1), total, topic)
 
 
-def _replan(request: dict[str, Any]) -> Reply:
-    prompt = _prompt(request)
+def replan(request: dict[str, Any]) -> list[Any] | str | None:
+    """The replanner's decision: the steps still to do, or the final answer once all are (None
+    when the prompt names no step)."""
+    prompt = prompt_text(request)
     shape = _plan_shape(prompt)
     if shape is None:
-        return text("scripted replanner: no step found in the prompt")
+        return None
     total, topic = shape
     done = _done(prompt)
-    remaining = [step_text(i, total, topic) for i in range(1, total + 1) if i not in done]
+    remaining = [i for i in range(1, total + 1) if i not in done]
     if remaining:
-        return tool_call("plan", {_first_param(request, "plan", "steps"): remaining})
-    answer = f"All {total} steps of [{topic}] are done: " + ", ".join(
+        return plan_items(prompt, remaining, total, topic)
+    return f"All {total} steps of [{topic}] are done: " + ", ".join(
         f"RESULT {i}/{total}" for i in range(1, total + 1)
     )
-    return tool_call("respond", {_first_param(request, "respond", "response"): answer})
 
 
-def respond(request: dict[str, Any]) -> Reply:
-    """The scripted model's answer to `request` (see the module docstring)."""
+def step_result(request: dict[str, Any], result_chars: int = 0) -> str:
+    """The executor's report on the step it runs, padded to `result_chars`."""
     call = classify(request)
-    if call.role == "planner":
-        return _plan(request)
-    if call.role == "replanner":
-        return _replan(request)
-    shape = _plan_shape(_prompt(request))
+    shape = _plan_shape(prompt_text(request))
     if call.step is None or shape is None:
-        return text("scripted executor: no pending step found in the prompt")
-    return text(f"Executed step {call.step}: RESULT {call.step}/{shape[0]}")
+        return "scripted executor: no pending step found in the prompt"
+    result = f"Executed step {call.step}: RESULT {call.step}/{shape[0]}"
+    while len(result) < result_chars:
+        result += FILLER
+    return result
+
+
+@dataclass(frozen=True)
+class Script:
+    """The scripted model as a responder; `result_chars` pads every step's result."""
+
+    result_chars: int = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        call = classify(request)
+        if call.role == "planner":
+            return tool_call("plan", {_first_param(request, "plan", "steps"): first_plan(request)})
+        if call.role == "replanner":
+            decision = replan(request)
+            if decision is None:
+                return text("scripted replanner: no step found in the prompt")
+            if isinstance(decision, str):
+                key = _first_param(request, "respond", "response")
+                return tool_call("respond", {key: decision})
+            return tool_call("plan", {_first_param(request, "plan", "steps"): decision})
+        return text(step_result(request, self.result_chars))
+
+
+respond = Script()
+"""The scripted model's answer to a request (see the module docstring)."""
 
 
 def executor_steps(requests: list[dict[str, Any]]) -> list[int | None]:

@@ -38,14 +38,15 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
         "response": "The sum is 5.",
         "plan": [],
         "executed_steps": [
-            {"step": "find the numbers", "result": "found 2 and 3"},
-            {"step": "add them", "result": "2 + 3 = 5"},
+            {"id": 1, "step": "find the numbers", "result": "found 2 and 3", "status": "done"},
+            {"id": 2, "step": "add them", "result": "2 + 3 = 5", "status": "done"},
         ],
         "stop_reason": "",
     }
     first, second = model.requests_of("executor")
     assert "Add the two numbers" in first.prompt and "find the numbers" in first.prompt
-    assert "found 2 and 3" in second.prompt  # earlier results reach the next step
+    assert "add them" not in first.prompt  # a step sees its own text, not the others'
+    assert "found 2 and 3" in second.prompt  # a plain string step builds on the one before
     assert "found 2 and 3" in model.requests_of("replanner")[0].prompt
 
 
@@ -78,7 +79,7 @@ def test_replanner_may_respond_before_the_plan_is_used_up() -> None:
     )
     result = run(build_plan_execute_graph(model), "What is the answer?")
     assert result["response"] == "42"
-    assert result["plan"] == ["double check", "format"]
+    assert [step["step"] for step in result["plan"]] == ["double check", "format"]
 
 
 @both_modes
@@ -92,7 +93,7 @@ def test_max_iterations_ends_with_a_plain_not_finished_response(mode: Mode) -> N
     result = run(graph, "A long job", mode)
 
     assert len(model.requests_of("executor")) == 2
-    assert result["plan"] == ["step three"]
+    assert [step["step"] for step in result["plan"]] == ["step three"]
     assert result["stop_reason"] == "max_iterations"
     response = result["response"]
     assert "not finished" in response and "2" in response
@@ -158,10 +159,18 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         "executor",
         "replanner",
     ]
-    assert chunks[0]["planner"]["plan"] == ["a", "b"]
-    assert chunks[1]["executor"]["executed_steps"] == [{"step": "a", "result": "A"}]
-    assert chunks[2]["replanner"] == {"plan": ["b"]}
-    assert chunks[4]["replanner"] == {"response": "AB"}
+    assert chunks[0]["planner"]["plan"] == [
+        {"id": 1, "step": "a", "depends_on": []},
+        {"id": 2, "step": "b", "depends_on": [1]},
+    ]
+    done_a = {"id": 1, "step": "a", "result": "A", "status": "done"}
+    assert chunks[1]["executor"] == {"executed_steps": [done_a]}
+    # The kept step keeps its id and its link to the done step (whose result it still sees).
+    assert chunks[2]["replanner"] == {
+        "plan": [{"id": 2, "step": "b", "depends_on": [1]}],
+        "iterations": 1,
+    }
+    assert chunks[4]["replanner"] == {"response": "AB", "plan": [], "iterations": 2}
 
 
 @both_modes

@@ -57,7 +57,13 @@ from replan.graphs.cli.progress import (
     run_line,
     run_status,
 )
-from replan.graphs.context import Context
+from replan.graphs.context import (
+    DEFAULT_MAX_CONCURRENCY,
+    MAX_CONCURRENCY,
+    REPLAN_MODES,
+    Context,
+    check_count,
+)
 from replan.graphs.errors import ModelUnavailableError, ReplanError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.state import format_plan
@@ -96,6 +102,8 @@ CONTEXT_OPTIONS = (
     "approve_plan",
     "max_iterations",
     "executor_max_steps",
+    "max_concurrency",
+    "replan",
 )
 
 
@@ -287,6 +295,14 @@ async def cmd_threads(args: argparse.Namespace) -> ExitCode:
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    def concurrency(text: str) -> int:
+        try:
+            return check_count("max_concurrency", int(text), minimum=1, maximum=MAX_CONCURRENCY)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from 1 to {MAX_CONCURRENCY}, not {text!r}"
+            ) from exc
+
     group = parser.add_argument_group("model and run options")
     group.add_argument("--model", help="model name (default: $REPLAN_MODEL or gpt-4o-mini)")
     group.add_argument("--base-url", help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)")
@@ -295,6 +311,17 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=float, help="seconds to wait for one model request")
     group.add_argument("--max-iterations", type=int, help="most execute→replan rounds")
     group.add_argument("--executor-max-steps", type=int, help="most model calls per step")
+    group.add_argument(
+        "--max-concurrency",
+        type=concurrency,
+        metavar=f"1..{MAX_CONCURRENCY}",
+        help=f"most steps run at the same time (default {DEFAULT_MAX_CONCURRENCY})",
+    )
+    group.add_argument(
+        "--replan",
+        choices=REPLAN_MODES,
+        help="ask the replanner after each wave of steps (default) or only when needed",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,17 +1,24 @@
 """What a person sees of a plan–execute run: live progress lines and stored-run summaries.
 
 `ProgressPrinter` turns the graph's `stream_mode=["updates", "tasks"]` events into short lines
-(the plan, each step as it starts and ends, replans, approvals). `run_status`, `describe_run`
-and `run_line` summarise a stored run from its `StateSnapshot`.
+(the plan, each step of a wave as it starts and ends, replans, approvals). `run_status`,
+`describe_run` and `run_line` summarise a stored run from its `StateSnapshot`.
 """
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from langgraph.types import StateSnapshot
 
-from replan.graphs.state import format_executed_steps, format_plan, objective_text
+from replan.graphs.state import (
+    PlanExecuteState,
+    PlannedStep,
+    format_executed_steps,
+    format_plan,
+    objective_text,
+    steps_left,
+)
 from replan.state import TaskContext, format_task_list
 
 RESULT_CHARS = 160
@@ -28,16 +35,21 @@ def _first_line(text: str, limit: int) -> str:
 
 
 class ProgressPrinter:
-    """Prints stream events of a run as they arrive."""
+    """Prints stream events of a run as they arrive.
+
+    The steps of a wave run side by side: each prints a `Step N started` line when the wave
+    begins and a `Step N done` (or `unfinished`, `failed`) line with the start of its result
+    as soon as it ends, so their lines interleave.
+    """
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.remaining: list[str] = []
+        self.remaining: list[PlannedStep] = []
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def _show_plan(self, title: str, plan: list[str]) -> None:
+    def _show_plan(self, title: str, plan: list[PlannedStep]) -> None:
         self.remaining = list(plan)
         self._say(f"{title}\n{_indent(format_plan(plan))}")
 
@@ -50,14 +62,12 @@ class ProgressPrinter:
                 if node != "__interrupt__":
                     self._node_finished(node, update)
 
-    def _task_started(self, node: str, state: dict[str, Any]) -> None:
+    def _task_started(self, node: str, task_input: dict[str, Any]) -> None:
         if node == "planner":
             self._say("Planning…")
-        elif node == "executor" and state.get("plan"):
-            number = len(state.get("executed_steps") or []) + 1
-            self._say(f"Step {number}: {state['plan'][0]}")
-        elif node == "replanner":
-            self._say("Reviewing progress…")
+        elif node == "executor":
+            step = task_input["step"]
+            self._say(f"Step {step['id']} started: {step['step']}")
 
     def _node_finished(self, node: str, update: dict[str, Any] | None) -> None:
         update = update or {}
@@ -66,9 +76,12 @@ class ProgressPrinter:
         elif node == "review_plan":
             self._review_finished(update)
         elif node == "executor":
-            done = update["executed_steps"][-1]
-            self._say(f"  done: {_first_line(done['result'], RESULT_CHARS)}")
-            self.remaining = list(update.get("plan", []))
+            for done in update["executed_steps"]:
+                result = _first_line(done["result"], RESULT_CHARS)
+                self._say(f"Step {done.get('id')} {done.get('status', 'done')}: {result}")
+                self.remaining = [s for s in self.remaining if s["id"] != done.get("id")]
+        elif node == "replanner" and update.get("stop_reason"):
+            self._say(f"Stopped ({update['stop_reason']}) before the objective was met.")
         elif node == "replanner" and update.get("response"):
             self._say("Objective done; final answer below.")
         elif node == "replanner" and update.get("plan") != self.remaining:
@@ -106,14 +119,14 @@ def run_status(snapshot: StateSnapshot) -> str:
 
 def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
     """A multi-line report of a stored run: status, objective, steps, plan, tasks, answer."""
-    values = snapshot.values
+    values = cast(PlanExecuteState, snapshot.values)
     tasks = values.get("tasks_context") or TaskContext()
     parts = [
         f"Thread: {thread_id}",
         f"Status: {run_status(snapshot)}",
         f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
-        f"Plan (steps still to do):\n{_indent(format_plan(values.get('plan', [])))}",
+        f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
         f"Tasks:\n{_indent(format_task_list(tasks))}",
     ]
     if values.get("response"):
