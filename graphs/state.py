@@ -162,15 +162,17 @@ def format_plan(plan: Sequence[PlannedStep] | Sequence[PlanItem]) -> str:
     items: list[Any] = list(plan)
     if any(isinstance(item, dict) and "id" in item for item in items):
         items = plan_items(items)
-    chain = all(isinstance(item, str) for item in items)
+    if all(isinstance(item, str) for item in items):
+        return (
+            "\n".join(f"{position}. {item}" for position, item in enumerate(items, 1)) or "(none)"
+        )
     lines = []
     for position, item in enumerate(items, 1):
         if isinstance(item, str):
-            lines.append(f"{position}. {item}")
-            continue
-        after = ", ".join(map(str, item.get("depends_on") or [])) or "nothing"
-        text = item.get("step", "")
-        lines.append(f"{position}. {text}" if chain else f"{position}. {text} [after: {after}]")
+            text, after = item, [position - 1] if position > 1 else []
+        else:
+            text, after = item.get("step", ""), item.get("depends_on") or []
+        lines.append(f"{position}. {text} [after: {', '.join(map(str, after)) or 'nothing'}]")
     return "\n".join(lines) or "(none)"
 
 

@@ -19,11 +19,13 @@ be killed and resumed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from tests.scripted_openai import Reply, text, tool_call
+from tests.scripted_openai import Reply, Responder, text, tool_call
 
 DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
@@ -201,3 +203,54 @@ respond = Script()
 def executor_steps(requests: list[dict[str, Any]]) -> list[int | None]:
     """The step of every executor request in `requests`, in order (for assertions)."""
     return [c.step for c in map(classify, requests) if c.role == "executor"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One request as the server handled it: the body, and when it arrived and was answered
+    (`time.perf_counter()` seconds)."""
+
+    request: dict[str, Any]
+    start: float
+    end: float
+
+    @property
+    def call(self) -> Call:
+        return classify(self.request)
+
+
+@dataclass
+class Clock:
+    """A responder that holds each reply for `latency` seconds (a number, or a function of the
+    request) and records every request's `Span`, server-side."""
+
+    responder: Responder = respond
+    latency: float | Callable[[dict[str, Any]], float] = 0.0
+    spans: list[Span] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        start = time.perf_counter()
+        time.sleep(self.latency(request) if callable(self.latency) else self.latency)
+        reply = self.responder(request)
+        with self.lock:
+            self.spans.append(Span(request, start, time.perf_counter()))
+        return reply
+
+    def executor_spans(self) -> dict[int, Span]:
+        """The span of each executed step, by step number (the last request for it)."""
+        return {s.call.step: s for s in self.spans if s.call.role == "executor" and s.call.step}
+
+    def most_at_once(self, role: str = "executor") -> int:
+        """The largest number of `role` requests the server was handling at the same time."""
+        events = sorted(
+            (t, d)
+            for s in self.spans
+            if s.call.role == role
+            for t, d in ((s.start, 1), (s.end, -1))
+        )
+        running = most = 0
+        for _, change in events:
+            running += change
+            most = max(most, running)
+        return most

@@ -33,7 +33,7 @@ def test_sigkill_during_step_two_then_resume_finishes(
         run = start_cli(server, tmp_path, *args)
         killed = gate.signal_when_held(run, signal.SIGKILL)
         assert killed.code == -signal.SIGKILL
-        assert "Step 2 started: Step 2 of 3" in killed.err
+        assert "Step 2: Step 2 of 3" in killed.err
 
         shown = invoke(capsys, "show", "--thread-id", "c1", *runs_db)
         assert shown.code == 0, shown.err
@@ -43,7 +43,7 @@ def test_sigkill_during_step_two_then_resume_finishes(
         resumed = run_cli(server, tmp_path, "resume", "--thread-id", "c1", *runs_db)
         assert resumed.code == 0, resumed.err
         assert "RESULT 1/3, RESULT 2/3, RESULT 3/3" in resumed.out
-        assert "Step 1 " not in resumed.err and "Step 2 started: Step 2 of 3" in resumed.err
+        assert "Step 1" not in resumed.err and "Step 2: Step 2 of 3" in resumed.err
 
         roles = [script.classify(r).role for r in server.requests]
         assert roles.count("planner") == 1

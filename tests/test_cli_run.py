@@ -39,7 +39,7 @@ def test_console_script_runs_and_prints_progress_and_answer(
     lines = done.err.splitlines()
     assert lines[0].startswith("Thread ") and "replan resume --thread-id" in lines[0]
     step_1 = "Step 1 of 2 [ship it in 2 steps]"
-    for expected in ("Planning…", "Plan:", f"  1. {step_1}", f"Step 1 started: {step_1}"):
+    for expected in ("Planning…", "Plan:", f"  1. {step_1}", f"Step 1: {step_1}"):
         assert expected in lines
     assert "Step 2 done: Executed step 2: RESULT 2/2" in lines
     assert (tmp_path / "replan.sqlite").exists()

@@ -102,6 +102,7 @@ def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
     schema = client.assistants.get_schemas(assistant_id(client))["context_schema"]
     assert schema is not None
     assert {"model", "base_url", "approve_plan"} <= set(schema["properties"])
+    assert {"max_concurrency", "replan"} <= set(schema["properties"])
 
 
 def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -> None:
@@ -166,6 +167,21 @@ def test_edited_steps_run_instead(client: SyncLangGraphClient) -> None:
     result = _resume(client, _paused(client), {"action": "edit", "steps": edited})
     assert [done["step"] for done in result["executed_steps"]] == edited
     assert result["response"] == "All 1 steps of [announce it] are done: RESULT 1/1"
+
+
+def test_edited_steps_with_dependencies_run_side_by_side(client: SyncLangGraphClient) -> None:
+    edited = [
+        {"step": "Step 1 of 3 [side by side]", "depends_on": []},
+        {"step": "Step 2 of 3 [side by side]", "depends_on": []},
+        {"step": "Step 3 of 3 [side by side]", "depends_on": [1, 2]},
+    ]
+    thread = _paused(client)
+    result = _resume(client, thread, {"action": "edit", "steps": edited})
+    assert result["response"].startswith("All 3 steps of [side by side] are done")
+    assert [done["step"] for done in result["executed_steps"]] == [e["step"] for e in edited]
+    history = client.threads.get_history(thread, limit=100)
+    waves = [[t["name"] for t in h["tasks"]] for h in history if h["tasks"]]
+    assert ["executor", "executor"] in waves  # steps 1 and 2 in one super-step
 
 
 def test_rejecting_the_plan_ends_the_run_saying_so(client: SyncLangGraphClient) -> None:

@@ -37,9 +37,10 @@ def _first_line(text: str, limit: int) -> str:
 class ProgressPrinter:
     """Prints stream events of a run as they arrive.
 
-    The steps of a wave run side by side: each prints a `Step N started` line when the wave
+    The steps of a wave run side by side: each prints a `Step N: text` line when the wave
     begins and a `Step N done` (or `unfinished`, `failed`) line with the start of its result
-    as soon as it ends, so their lines interleave.
+    as soon as it ends, so their lines interleave. A resumed wave starts all its steps again
+    on screen, but those whose results were saved before the stop say so and do not run.
     """
 
     def __init__(self, out: TextIO) -> None:
@@ -58,27 +59,29 @@ class ProgressPrinter:
         if mode == "tasks" and "input" in chunk:
             self._task_started(chunk["name"], chunk["input"])
         elif mode == "updates":
+            saved = bool(chunk.get("__metadata__", {}).get("cached"))
             for node, update in chunk.items():
-                if node != "__interrupt__":
-                    self._node_finished(node, update)
+                if node not in ("__interrupt__", "__metadata__"):
+                    self._node_finished(node, update, saved=saved)
 
     def _task_started(self, node: str, task_input: dict[str, Any]) -> None:
         if node == "planner":
             self._say("Planning…")
         elif node == "executor":
             step = task_input["step"]
-            self._say(f"Step {step['id']} started: {step['step']}")
+            self._say(f"Step {step['id']}: {step['step']}")
 
-    def _node_finished(self, node: str, update: dict[str, Any] | None) -> None:
+    def _node_finished(self, node: str, update: dict[str, Any] | None, *, saved: bool) -> None:
         update = update or {}
         if node == "planner":
             self._show_plan("Plan:", update["plan"])
         elif node == "review_plan":
             self._review_finished(update)
         elif node == "executor":
+            when = " (saved before the stop)" if saved else ""
             for done in update["executed_steps"]:
                 result = _first_line(done["result"], RESULT_CHARS)
-                self._say(f"Step {done.get('id')} {done.get('status', 'done')}: {result}")
+                self._say(f"Step {done.get('id')} {done.get('status', 'done')}{when}: {result}")
                 self.remaining = [s for s in self.remaining if s["id"] != done.get("id")]
         elif node == "replanner" and update.get("stop_reason"):
             self._say(f"Stopped ({update['stop_reason']}) before the objective was met.")
