@@ -114,11 +114,8 @@ class Executor:
 
         The inner loop inherits the run's context (and its sync or async mode).
         """
-        step = run["step"]
-        tasks = as_task_context(run["tasks_context"])
-        brief = self.prompts.executor_task.format(
-            **executor_briefing({**run, "tasks_context": tasks})
-        )
+        step, tasks = run["step"], as_task_context(run["tasks_context"])
+        brief = self.prompts.executor_task.format(**executor_briefing(run))
         done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
         max_steps = self.bounds.for_run(runtime.context).executor_max_steps
         result, status = self.step_result(done["messages"], max_steps)

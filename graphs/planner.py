@@ -3,7 +3,12 @@
 The planner and the replanner do not run tools; they read the model's choice of `plan` (with
 `steps`) or `respond` (with `response`). A reply without a tool call, with a tool that was not
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
-what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run.
+what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
+that depends on itself, on a later step or on a position the list does not have is such a
+mistake too.
+
+An accepted plan gets stable step ids (`accept_plan`): the positions a model writes become id
+dependencies, and a replanned step with the same text as a step still planned keeps its id.
 """
 
 from __future__ import annotations

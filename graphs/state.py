@@ -25,7 +25,7 @@ from replan.graphs.errors import InvalidInputError
 from replan.graphs.task_merge import merge_task_updates
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
-from replan.tools.task_state import TasksState
+from replan.tools.task_state import TasksState, as_task_context
 
 REPLANNER_RESULT_CHARS = 600
 """How much of each result the replanner's prompt shows (the state keeps all of it)."""
@@ -221,5 +221,5 @@ def executor_briefing(run: StepRun) -> dict[str, str]:
         "objective": run["objective"],
         "step": run["step"]["step"],
         "dependencies": format_executed_steps(run["dependencies"], empty="(none)"),
-        "tasks": format_task_list(run["tasks_context"]),
+        "tasks": format_task_list(as_task_context(run["tasks_context"])),
     }

@@ -20,7 +20,7 @@ ANSWER_4 = "RESULT 1/4, RESULT 2/4, RESULT 3/4, RESULT 4/4"
 
 @pytest.fixture
 def clock() -> script.Clock:
-    return script.Clock(latency=0.2)
+    return script.Clock(latency=0.5)
 
 
 @pytest.fixture
