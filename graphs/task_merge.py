@@ -8,7 +8,9 @@ branch in task order, giving the tasks a branch created the next free IDs (and p
 branch's later references at them). The result is what running the branches one after another
 would have given: IDs unique and never reused, both sides of every edge written, nothing lost.
 A replayed call that the merged list refuses (say, an update of a task another branch deleted)
-is dropped. A plain `TaskContext` (or its dict form) still replaces the list, as before.
+is dropped. Anything else written to the channel is handled as `TasksState` handles it
+(`update_task_context`: a task call's change is applied, a whole `TaskContext` replaces the
+list). A replay is plain data (a dict), so any checkpoint serializer stores it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic import ValidationError
 from typing_extensions import TypedDict
 
 from replan.state.tasks import TaskContext, TaskError, parse_task_id
-from replan.tools.task_state import as_task_context
+from replan.tools.task_state import as_task_context, update_task_context
 from replan.tools.task_tools import TASK_CREATE, TASK_UPDATE, run_task_call
 
 CHANGING_TASK_TOOLS = (TASK_CREATE, TASK_UPDATE)
@@ -128,7 +130,7 @@ def is_task_replay(value: Any) -> bool:
 
 def merge_task_updates(current: Any, update: Any) -> TaskContext:
     """Reducer for `tasks_context` in the plan–execute graph: replay a branch's `TaskReplay`
-    onto the current list; a `TaskContext` (or its dict form) replaces it."""
+    onto the current list; anything else as `update_task_context` takes it."""
     if is_task_replay(update):
         return replay_task_calls(as_task_context(current), update)
-    return as_task_context(update)
+    return update_task_context(current, update)
