@@ -59,9 +59,8 @@ from replan.tools.task_state import as_task_context
 
 EXECUTOR = "executor"
 
-# The inner loop passes `durability` only so that a run's "sync" durability, which it would
-# inherit, does not make LangGraph wait for checkpoints the loop never writes; LangGraph's
-# warning that durability means nothing without a checkpointer is expected there.
+# The loop always runs with durability "exit" (see `Executor.compile`); in a run without a
+# checkpointer LangGraph warns that durability then has no effect, which is expected here.
 warnings.filterwarnings(
     "ignore", message="`durability` has no effect when no checkpointer", category=UserWarning
 )
@@ -163,10 +162,11 @@ class Executor:
         builder.add_edge(START, "act")
         builder.add_conditional_edges("act", self.route)
         builder.add_edge("tools", "act")
-        # No checkpoints of its own: an interrupted step runs again from its start anyway, and
-        # the loop's messages would otherwise be saved at every turn (see the durability note
-        # at the top).
-        compiled = builder.compile(name=EXECUTOR, checkpointer=False)
+        # Durability "exit", whatever the run's: the loop's messages are not saved at every turn
+        # (a step cut short by a crash runs again from its start anyway), yet an `interrupt` in
+        # a tool still saves what resuming the loop needs. (An inherited "sync" would also make
+        # LangGraph 1.2 wait for checkpoints that a run without a checkpointer never writes.)
+        compiled = builder.compile(name=EXECUTOR)
         return compiled.with_config(recursion_limit=2 * MAX_BOUND + 5).bind(durability="exit")
 
     def step_result(self, messages: Sequence[AnyMessage], max_steps: int) -> tuple[str, StepStatus]:

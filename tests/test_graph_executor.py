@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
 
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state import format_task_list
@@ -165,3 +167,29 @@ def test_a_call_to_an_unknown_tool_gets_an_error_reply(mode: Mode) -> None:
         reply.content
     )
     assert result["executed_steps"][0]["result"] == "there is no such tool"
+
+
+@both_modes
+def test_a_tool_may_interrupt_and_the_step_resumes_where_it_stopped(mode: Mode) -> None:
+    @tool
+    def ask_person(question: str) -> str:
+        """Ask the person running the agent."""
+        return f"they said {interrupt(question)}"
+
+    model = FakeChatModel(
+        planner=[plan("check with them")],
+        executor=[
+            call("ask_person", question="Go ahead?"),
+            lambda request: text(str(request.messages[-1].content)),
+        ],
+        replanner=[respond("confirmed")],
+    )
+    graph = build_plan_execute_graph(model, [ask_person], checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "ask"}}
+
+    (paused,) = run(graph, "Confirm", mode, config=config)["__interrupt__"]
+    assert paused.value == "Go ahead?"
+    result = run(graph, Command(resume="yes"), mode, config=config)
+
+    assert result["executed_steps"][0]["result"] == "they said yes"
+    assert len(model.requests_of("executor")) == 2  # the first turn was not asked again
