@@ -115,6 +115,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 60) -> bool:
     return False
 
 
+@pytest.mark.slow  # a real process, killed mid-wave
 def test_sigkill_in_a_wave_then_resume_runs_only_the_unfinished_step(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
