@@ -281,6 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
+    """Listen backlog: a wave of parallel steps opens many connections at once, and with the
+    default of 5 a busy machine drops some, whose clients then wait a second to try again."""
 
     def __init__(self, port: int, owner: ScriptedOpenAIServer) -> None:
         self.owner = owner
