@@ -49,7 +49,7 @@ class TaskReplay(TypedDict):
 
 def highest_task_id(context: TaskContext) -> int:
     """The highest ID ever handed out in `context` (the next task gets the one after)."""
-    return max([context.high_watermark, *(int(task.id) for task in context.tasks)])
+    return max(context.high_watermark, context.tasks.highest_id())
 
 
 def applied_task_calls(messages: Sequence[AnyMessage]) -> list[TaskCall]:
