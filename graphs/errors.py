@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 
-class ReplanError(Exception):
-    """Base class of the errors raised by replan's graphs."""
+class ReplanError(RuntimeError):
+    """Base class of the errors raised by replan's graphs.
+
+    A `RuntimeError`: the LangGraph API server (`langgraph dev`, LangGraph Platform) shows SDK
+    clients the message of a run's error only for a few built-in types, this one among them,
+    so a client sees *why* a run failed, not just "An internal error occurred". The messages
+    hold no secrets.
+    """
 
 
 class ModelUnavailableError(ReplanError):

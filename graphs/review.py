@@ -9,6 +9,7 @@ steps / `{"action": "edit", "steps": [...]}` (strings or such objects), or "reje
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,7 +22,6 @@ from replan.graphs.executor import wave
 from replan.graphs.planner import PlanArgs, accept_plan
 from replan.graphs.prompts import Prompts
 from replan.graphs.state import PlanExecuteState, format_plan, plan_items
-from replan.tools.arguments import validation_problems
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,45 @@ class PlanReview:
 
 
 REVIEW_ANSWERS = (
-    '"approve", "reject", a list of steps, {"action": "approve"}, '
-    '{"action": "edit", "steps": [...]}, or {"action": "reject", "reason": "..."}'
+    'Answer "approve", "reject" (or {"action": "reject", "reason": "..."}), or the edited plan: '
+    'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
+    '"depends_on": [positions of earlier steps]}.'
 )
+ANSWER_PREVIEW_CHARS = 80
+STEP_OBJECT = '{"step", "depends_on"}'
+
+
+def _preview(answer: Any) -> str:
+    """The answer as the reviewer sent it, cut short."""
+    try:
+        shown = json.dumps(answer, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = repr(answer)
+    return shown if len(shown) <= ANSWER_PREVIEW_CHARS else shown[: ANSWER_PREVIEW_CHARS - 1] + "…"
+
+
+def _edit_problems(error: ValidationError) -> str:
+    """What is wrong with an edited plan, in words (not pydantic's)."""
+    problems = []
+    for item in error.errors():
+        where = [part for part in item["loc"] if part != "steps"]
+        if item["type"] == "too_short" and not where:
+            problems.append("it has no steps")
+        elif item["type"] == "value_error":
+            problems.append(str(item.get("ctx", {}).get("error", item["msg"])))
+        elif where and isinstance(where[0], int):
+            problems.append(
+                f'step {where[0] + 1} is not a text or a {{"step", "depends_on"}} object'
+            )
+        else:
+            problems.append("it is not a list of steps")
+    return "; ".join(dict.fromkeys(problems))
 
 
 def parse_plan_review(answer: Any) -> PlanReview:
-    """Read a resume value for the plan review; raise ValueError naming what is accepted."""
+    """Read a resume value for the plan review; raise ValueError saying, for people, what was
+    wrong and what is accepted."""
+    sent = answer
     if isinstance(answer, str):
         answer = {"action": answer.strip().lower()}
     elif isinstance(answer, list):
@@ -55,12 +87,11 @@ def parse_plan_review(answer: Any) -> PlanReview:
             steps = PlanArgs(steps=answer.get("steps"))
         except ValidationError as exc:
             raise ValueError(
-                "an edited plan needs a non-empty list of steps, each a string or "
-                '{"step": "...", "depends_on": [earlier positions]}: '
-                f"{validation_problems(exc)}"
-            ) from exc
+                f"The edited plan {_preview(answer.get('steps'))} cannot be used: "
+                f"{_edit_problems(exc)}. {REVIEW_ANSWERS}"
+            ) from None
         return PlanReview("edit", steps=steps)
-    raise ValueError(f"plan review answer {answer!r} is not understood; send {REVIEW_ANSWERS}")
+    raise ValueError(f"The answer {_preview(sent)} is not understood. {REVIEW_ANSWERS}")
 
 
 class PlanReviewNode:

@@ -70,14 +70,49 @@ def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
     assert graph.get_state(CONFIG).next == ()
 
 
+ACCEPTED = (
+    'Answer "approve", "reject" (or {"action": "reject", "reason": "..."}), or the edited plan: '
+    'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
+    '"depends_on": [positions of earlier steps]}.'
+)
+
+
 @both_modes
-@pytest.mark.parametrize("answer", ["maybe", {"action": "edit", "steps": []}, 42])
-def test_an_unknown_answer_pauses_again_with_a_clear_error(answer: Any, mode: Mode) -> None:
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ("maybe", f'The answer "maybe" is not understood. {ACCEPTED}'),
+        ({"action": "maybe"}, f'The answer {{"action": "maybe"}} is not understood. {ACCEPTED}'),
+        (42, f"The answer 42 is not understood. {ACCEPTED}"),
+        (
+            {"action": "edit", "steps": []},
+            f"The edited plan [] cannot be used: it has no steps. {ACCEPTED}",
+        ),
+        (
+            ["draft", " "],
+            f'The edited plan ["draft", " "] cannot be used: step 2 is blank. {ACCEPTED}',
+        ),
+        (
+            [{"step": "draft", "depends_on": [2]}, "publish"],
+            'The edited plan [{"step": "draft", "depends_on": [2]}, "publish"] cannot be used: '
+            "step 1 depends on step 2, which comes after it (a step may only depend on steps "
+            f"listed before it). {ACCEPTED}",
+        ),
+        (
+            ["draft", 7],
+            f'The edited plan ["draft", 7] cannot be used: step 2 is not a text or a '
+            f'{{"step", "depends_on"}} object. {ACCEPTED}',
+        ),
+    ],
+)
+def test_an_unknown_answer_pauses_again_with_an_error_for_people(
+    answer: Any, error: str, mode: Mode
+) -> None:
     graph, model, _ = _paused(mode)
     again = _resume(graph, answer, mode)
 
     (pending,) = again["__interrupt__"]
-    assert "not understood" in pending.value["error"] or "non-empty" in pending.value["error"]
+    assert pending.value["error"] == error
     assert pending.value["plan"] == ["draft", "publish"]
     assert model.requests_of("executor") == []
     assert _resume(graph, "approve", mode)["response"] == "finished"

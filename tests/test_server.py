@@ -193,13 +193,15 @@ def test_rejecting_the_plan_ends_the_run_saying_so(client: SyncLangGraphClient) 
 
 
 def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None:
-    """Starting needs no key; a run then fails with ModelUnavailableError, not at startup."""
+    """Starting needs no key; a run then fails with ModelUnavailableError, not at startup, and
+    the SDK client sees why."""
     with dev_server(tmp_path, {}) as url:
         client = get_sync_client(url=url)
         thread = new_thread(client)
         failed = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE, raise_error=False)
         assert isinstance(failed, dict)
         assert failed["__error__"]["error"] == "ModelUnavailableError"
+        assert failed["__error__"]["message"].startswith("OPENAI_API_KEY is not set: export it")
         assert client.threads.get(thread)["status"] == "error"
     assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
 
