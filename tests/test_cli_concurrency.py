@@ -4,6 +4,7 @@ both finish."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 import time
@@ -71,8 +72,8 @@ def test_two_processes_share_one_database(
     switches = sum(a != b for a, b in itertools.pairwise(topics))
     assert switches >= 4, f"the runs did not overlap: {topics}"
     monkeypatch.chdir(tmp_path)
-    listed = sorted(invoke(capsys, "threads", *runs_db).out.splitlines())
-    assert listed == [
-        "alpha\tfinished\tAlpha run in 6 steps",
-        "beta\tfinished\tBeta run in 6 steps",
+    listed = json.loads(invoke(capsys, "threads", "--json", *runs_db).out)
+    assert sorted((run["thread_id"], run["status"], run["objective"]) for run in listed) == [
+        ("alpha", "finished", "Alpha run in 6 steps"),
+        ("beta", "finished", "Beta run in 6 steps"),
     ]

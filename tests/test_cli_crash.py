@@ -1,9 +1,13 @@
-"""A `replan run` killed with SIGKILL mid-step resumes without redoing checkpointed steps."""
+"""Runs stopped from outside (SIGKILL, Ctrl-C, Ctrl-D at the approval prompt) resume without
+redoing checkpointed steps, and a resume command is printed only for a run that exists."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +15,20 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from replan.graphs.cli.persistence import DEFAULT_DB, open_checkpointer
+from replan.graphs.cli.commands import DEFAULT_DB
+from replan.graphs.cli.persistence import open_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
-from tests.cli_support.harness import Gate, invoke, run_cli, start_cli, stored_steps
+from tests.cli_support.harness import (
+    Gate,
+    Lines,
+    blocked_reading_stdin,
+    finish,
+    invoke,
+    run_cli,
+    start_cli,
+    stored_steps,
+)
 from tests.scripted_openai import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.slow  # crash tests: real processes, killed mid-run
@@ -119,3 +133,86 @@ def test_a_run_killed_between_saving_writes_and_its_checkpoint_is_not_finished(
         assert resumed.code == 0, resumed.err
         assert "RESULT 1/3, RESULT 2/3, RESULT 3/3" in resumed.out
         assert script.executor_steps(server.requests) == [1, 2, 3]
+
+
+def test_the_resume_hint_appears_once_the_run_is_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While the planner's request is held, the hint is on stderr and names a run that
+    exists; killed there, the run resumes."""
+    monkeypatch.chdir(tmp_path)
+    gate = Gate(call=script.Call("planner"))
+    with ScriptedOpenAIServer(gate) as server:
+        run = start_cli(server, tmp_path, "run", "Saved early in 2 steps", "--thread-id", "s")
+        assert run.stderr is not None
+        err = Lines(run.stderr)
+        try:
+            assert gate.reached.wait(timeout=60)
+            assert err.wait_for("Thread s (resume with: replan resume --thread-id s)")
+            shown = invoke(capsys, "show", "--thread-id", "s")
+            assert shown.code == 0 and "Status: interrupted at planner" in shown.out
+        finally:
+            run.kill()
+            run.wait(timeout=60)
+            gate.release.set()
+        resumed = run_cli(server, tmp_path, "resume", "--thread-id", "s")
+        assert resumed.code == 0 and "RESULT 1/2, RESULT 2/2" in resumed.out, resumed.err
+
+
+def test_interrupted_before_the_run_exists_gives_no_resume_hint(tmp_path: Path) -> None:
+    """Ctrl-C while `run -` still reads its objective: no run, so no resume command."""
+    run = start_cli(None, tmp_path, "run", "-", "--thread-id", "early", stdin=subprocess.PIPE)
+    try:
+        assert blocked_reading_stdin(run.pid)
+        run.send_signal(signal.SIGINT)
+        stopped = finish(run)
+    finally:
+        run.kill()
+    assert (stopped.code, stopped.err) == (130, "replan: interrupted\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _asking(tmp_path: Path, server: ScriptedOpenAIServer, thread: str) -> tuple[Any, Lines, int]:
+    """`run --approve-plan` with a terminal as stdin, once it asks; (process, stderr, pty)."""
+    terminal, stdin = pty.openpty()
+    args = ("Ask me in 2 steps", "--thread-id", thread, "--approve-plan")
+    run = start_cli(server, tmp_path, "run", *args, stdin=stdin)
+    os.close(stdin)
+    assert run.stderr is not None
+    err = Lines(run.stderr)
+    assert err.wait_for("Approve this plan? [a]pprove / [e]dit / [r]eject:"), err.lines
+    return run, err, terminal
+
+
+def test_ctrl_d_at_the_approval_prompt_leaves_the_plan_waiting(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(script.respond) as server:
+        run, err, terminal = _asking(tmp_path, server, "d")
+        try:
+            os.write(terminal, b"\x04")  # Ctrl-D: end of input
+            assert run.wait(timeout=60) == 4
+        finally:
+            run.kill()
+            os.close(terminal)
+        lines = err.text().splitlines()
+        assert "Traceback" not in err.text()
+        assert lines[-2] == "No answer (end of input)."
+        assert lines[-1].startswith("The plan is waiting for approval. Answer with: replan resume")
+        approved = run_cli(server, tmp_path, "resume", "--thread-id", "d", "--approve")
+        assert approved.code == 0 and "RESULT 1/2, RESULT 2/2" in approved.out
+
+
+def test_the_first_ctrl_c_at_the_approval_prompt_stops(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(script.respond) as server:
+        run, err, terminal = _asking(tmp_path, server, "c")
+        try:
+            run.send_signal(signal.SIGINT)
+            assert run.wait(timeout=30) == 130
+        finally:
+            run.kill()
+            os.close(terminal)
+        assert err.text().splitlines()[-1] == (
+            "replan: interrupted; continue with: replan resume --thread-id c"
+        )
+        assert "Traceback" not in err.text()
+        approved = run_cli(server, tmp_path, "resume", "--thread-id", "c", "--approve")
+        assert approved.code == 0 and "RESULT 1/2, RESULT 2/2" in approved.out

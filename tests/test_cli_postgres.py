@@ -8,6 +8,7 @@ The runs of two processes at once and a SIGKILLed run resumed from the database 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from langchain_core.runnables import RunnableConfig
 
+from replan.graphs.cli.commands import ExitCode
 from replan.graphs.context import Context
 from replan.graphs.dev_checkpointer import dev_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
@@ -32,7 +34,7 @@ from tests.cli_support.harness import (
 )
 from tests.scripted_openai import ScriptedOpenAIServer
 
-DATABASE_UNAVAILABLE = 7
+DATABASE_UNAVAILABLE = ExitCode.DATABASE_UNAVAILABLE
 
 
 def folders(root: Path, *names: str) -> list[Path]:
@@ -70,9 +72,11 @@ def test_a_run_started_in_one_folder_is_resumed_from_another(
         resumed = run_cli(server, second, *command[1:], "--approve")
         assert resumed.code == 0, resumed.err
         assert "RESULT 1/2, RESULT 2/2" in resumed.out
-        listed = run_cli(server, third, "threads", replan_db=postgres_url)  # REPLAN_DB
+        listed = run_cli(server, third, "threads", "--json", replan_db=postgres_url)  # REPLAN_DB
     assert listed.code == 0, listed.err
-    assert listed.out.splitlines() == ["h1\tfinished\tHand over in 2 steps"]
+    assert [(r["thread_id"], r["status"], r["objective"]) for r in json.loads(listed.out)] == [
+        ("h1", "finished", "Hand over in 2 steps")
+    ]
     assert script.executor_steps(server.requests) == [1, 2]
     assert stored_steps(["--db", postgres_url], "h1") == [
         script.step_text(i, 2, "hand over in 2 steps") for i in (1, 2)
@@ -130,8 +134,9 @@ def test_losing_the_server_mid_run_is_one_line_and_the_run_resumes(
             gate.release.set()
         lost = finish(run)
         assert lost.code == DATABASE_UNAVAILABLE, lost.err
-        last, error = lost.err.splitlines()[-2:]
-        assert last == f"Step 2: {script.step_text(2, 3, 'lose the server in 3')}"
+        *progress, error = lost.err.splitlines()
+        assert f"Step 2: {script.step_text(2, 3, 'lose the server in 3')}" in progress
+        assert "Traceback" not in lost.err
         assert error.startswith(f"replan: lost the connection to the runs database {postgres_url}:")
 
         resumed = run_cli(server, tmp_path, "resume", *args)
@@ -158,8 +163,10 @@ def test_the_dev_checkpointer_follows_replan_dev_db_to_postgres(
 
     with ScriptedOpenAIServer(script.respond) as server:
         asyncio.run(run_as_the_dev_server(server.base_url))
-    listed = invoke(capsys, "threads", "--db", postgres_url)
-    assert listed.out.splitlines() == ["studio\tfinished\tFrom Studio in 2 steps"]
+    listed = json.loads(invoke(capsys, "threads", "--json", "--db", postgres_url).out)
+    assert [(r["thread_id"], r["status"], r["objective"]) for r in listed] == [
+        ("studio", "finished", "From Studio in 2 steps")
+    ]
 
 
 @pytest.mark.slow

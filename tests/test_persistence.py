@@ -77,5 +77,5 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None
         asyncio.run(open_it())
     assert str(caught.value) == (
         f"cannot open the runs database {tmp_path}/missing-folder/runs.db: "
-        "unable to open database file"
+        f"the folder {tmp_path}/missing-folder does not exist"
     )

@@ -9,28 +9,36 @@
   timeout and WAL journaling, so concurrent runs in different processes wait for each other's
   writes instead of failing with "database is locked".
 
-A database that cannot be opened or reached (no server, unknown database, refused login, the
+`open_checkpointer(target, read_only=True)` only reads a SQLite file: it works on a read-only
+file or filesystem and never creates or changes the file (`replan show` and `replan threads`).
+
+A database that cannot be opened or reached (a folder, a missing folder, a file that is not
+SQLite, a read-only file for a writer, no server, unknown database, refused login, the
 connection lost during a run, PostgreSQL support not installed) raises
 `DatabaseUnavailableError`, whose message is one line. The CLI and the dev-server
-configuration share all of this.
+configuration share all of this. A CLI run also stores its settings in its checkpoints'
+metadata (`run_metadata`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from replan.graphs.cli.commands import DEFAULT_DB
 from replan.state import TaskContext
 from replan.tools.task_tools import TaskCallChange
 
@@ -39,7 +47,6 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg.rows import DictRow
 
-DEFAULT_DB = "replan.sqlite"
 BUSY_TIMEOUT_SECONDS = 30.0
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 SQLITE_PREFIX = "sqlite:"
@@ -53,6 +60,13 @@ INSTALL_POSTGRES = "pip install 'replan[postgres]'"
 CHECKPOINTED_TYPES = (TaskContext, TaskCallChange)
 """Non-LangChain types stored in checkpoints (task lists, and task-call changes in the writes of
 an unfinished step), allowed back out explicitly."""
+SETTINGS_KEY = "replan_settings"
+"""Checkpoint metadata key holding a CLI run's `Context` settings as JSON, so `resume` continues
+it the same way (same model, endpoint and bounds) unless options given now override them.
+(LangGraph copies only plain strings and numbers from a run's config metadata into its
+checkpoints, hence JSON.)"""
+STARTED_KEY = "replan_started_at"
+"""Checkpoint metadata key holding when a CLI run started (ISO-8601, UTC)."""
 _THREADS_SQL = (
     "SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
     "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
@@ -62,6 +76,21 @@ _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 class DatabaseUnavailableError(Exception):
     """The runs database cannot be opened or reached; the message is one line that names it."""
+
+
+def run_metadata(settings: dict[str, Any], started_at: str | None) -> dict[str, str]:
+    """The config metadata a CLI run gives every checkpoint it writes."""
+    metadata = {SETTINGS_KEY: json.dumps(settings)}
+    return metadata if started_at is None else {**metadata, STARTED_KEY: started_at}
+
+
+def stored_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The settings `run_metadata` stored in a checkpoint's metadata, if any."""
+    try:
+        settings = json.loads((metadata or {}).get(SETTINGS_KEY) or "null")
+    except (TypeError, ValueError):
+        return None
+    return settings if isinstance(settings, dict) else None
 
 
 def checkpoint_serializer() -> JsonPlusSerializer:
@@ -121,39 +150,99 @@ def _unavailable(doing: str, shown: str, exc: BaseException) -> DatabaseUnavaila
 
 @asynccontextmanager
 async def open_checkpointer(
-    target: str | Path = DEFAULT_DB, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS
+    target: str | Path = DEFAULT_DB,
+    *,
+    busy_timeout: float = BUSY_TIMEOUT_SECONDS,
+    read_only: bool = False,
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """A ready saver for `target` (see the module docstring); closes its connection on exit.
 
-    Raises DatabaseUnavailableError when the database cannot be opened, or when the
-    PostgreSQL connection breaks while the caller uses the saver.
+    Raises DatabaseUnavailableError when the database cannot be opened, or when it fails
+    (SQLite) or the PostgreSQL connection breaks while the caller uses the saver. `read_only`
+    matters for SQLite files only.
     """
     if is_postgres_url(target):
         async with _postgres_saver(str(target)) as postgres:
             yield postgres
     else:
-        async with _sqlite_saver(sqlite_path(target), busy_timeout) as sqlite:
+        async with _sqlite_saver(sqlite_path(target), busy_timeout, read_only) as sqlite:
             yield sqlite
 
 
-@asynccontextmanager
-async def _sqlite_saver(path: Path, busy_timeout: float) -> AsyncIterator[AsyncSqliteSaver]:
-    try:
-        # Opened once without aiosqlite first: when its connect fails, its worker thread
-        # outlives the failure and reports "Event loop is closed" at exit.
-        sqlite3.connect(path, timeout=busy_timeout).close()
+def _unusable(path: Path) -> str | None:
+    """Why `path` cannot hold a database, when that is plain before SQLite tries."""
+    if path.is_dir():
+        return "it is a folder"
+    if not path.parent.is_dir():
+        return f"the folder {path.parent} does not exist"
+    return None
+
+
+async def _connect(path: Path, busy_timeout: float, read_only: bool) -> aiosqlite.Connection:
+    """A connection to `path`: WAL and a busy timeout for writers; for readers, one that never
+    writes next to the file.
+
+    A WAL database needs its `-shm` file to be read; in a folder nobody may write to (a
+    read-only filesystem) that file cannot be created, and then the database is opened as
+    immutable: no process can be changing it there.
+    """
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    # Opened once without aiosqlite first: when its connect fails, its worker thread outlives
+    # the failure and reports "Event loop is closed" at exit.
+    sqlite3.connect(uri if read_only else path, timeout=busy_timeout, uri=read_only).close()
+    if read_only:
+        conn = await aiosqlite.connect(uri, uri=True, timeout=busy_timeout)
+    else:
         conn = await aiosqlite.connect(str(path), timeout=busy_timeout)
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        if read_only:
+            await conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        else:
+            await conn.execute("PRAGMA journal_mode = WAL")
+        return conn
+    except sqlite3.OperationalError:
+        await conn.close()  # an open connection keeps the process alive at exit
+        if not read_only or os.access(path.parent, os.W_OK):
+            raise
+        return await aiosqlite.connect(f"{uri}&immutable=1", uri=True, timeout=busy_timeout)
+    except BaseException:
+        await conn.close()
+        raise
+
+
+async def _ready_saver(conn: aiosqlite.Connection, path: Path, read_only: bool) -> AsyncSqliteSaver:
+    saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
+    if not read_only:
+        await saver.setup()
+        return saver
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
+    async with conn.execute(query) as cursor:
+        if await cursor.fetchone() is None:
+            raise DatabaseUnavailableError(f"{path} holds no replan runs")
+    saver.is_setup = True  # the tables exist; setting them up again would write
+    return saver
+
+
+@asynccontextmanager
+async def _sqlite_saver(
+    path: Path, busy_timeout: float, read_only: bool
+) -> AsyncIterator[AsyncSqliteSaver]:
+    if reason := _unusable(path):
+        raise DatabaseUnavailableError(f"cannot open the runs database {path}: {reason}")
+    try:
+        conn = await _connect(path, busy_timeout, read_only)
     except (sqlite3.Error, OSError) as exc:
         raise _unavailable("cannot open", str(path), exc) from exc
     try:
-        saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            await conn.execute("PRAGMA journal_mode = WAL")
-            await saver.setup()
+            saver = await _ready_saver(conn, path, read_only)
         except sqlite3.Error as exc:
             raise _unavailable("cannot open", str(path), exc) from exc
-        yield saver
+        try:
+            yield saver
+        except sqlite3.Error as exc:
+            raise _unavailable("failed to use", str(path), exc) from exc
     finally:
         await conn.close()
 

@@ -1,143 +1,451 @@
-"""What a person sees of a plan–execute run: live progress lines and stored-run summaries.
+"""Live progress of a run on stderr: what each running node is doing, as it happens.
 
-`ProgressPrinter` turns the graph's `stream_mode=["updates", "tasks"]` events into short lines
-(the plan, each step of a wave as it starts and ends, replans, approvals). `run_status`,
-`describe_run` and `run_line` summarise a stored run from its `StateSnapshot`.
+`ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks"],
+subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running node: the
+planner, each executor step (several at once when a plan runs steps side by side), the
+replanner. A lane shows its tool calls with short arguments, task-list changes, model retries
+("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its elapsed time.
+
+Two displays show the lanes: `PlainDisplay` writes lines (for logs and pipes; a line names its
+lane when several run at once) and `LiveDisplay` draws the open lanes with rich on a terminal,
+keeping finished ones as lines above. `NullDisplay` shows nothing (`--quiet`).
 """
 
 from __future__ import annotations
 
-from typing import Any, TextIO, cast
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO
 
-from langgraph.types import StateSnapshot
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
 
-from replan.graphs.state import (
-    PlanExecuteState,
-    PlannedStep,
-    format_executed_steps,
-    format_plan,
-    objective_text,
-    steps_left,
-)
-from replan.state import TaskContext, format_task_list
+from replan.graphs.cli.summary import first_line
+from replan.graphs.state import ExecutedStep, PlannedStep, format_plan
+from replan.state import Task, TaskContext
+from replan.tools.task_state import as_task_context, update_task_context
 
 RESULT_CHARS = 160
-SNIPPET_CHARS = 60
+ARGS_CHARS = 80
+RECENT_EVENTS = 4
+"""How many of a lane's latest events the live display keeps under its title."""
+FIRST_WAIT_NOTICE_SECONDS = 5.0
+"""The plain display says it is still waiting for the model after this long, then after
+twice as long each time."""
+TICK_SECONDS = 0.5
+"""How often waiting times and the live display are brought up to date."""
+MODEL_NODES = frozenset({"planner", "replanner", "act"})
+"""Nodes that are one model request (`act` is a model turn inside an executor step)."""
+OPENAI_LOGGER = "openai._base_client"
 
 
-def _indent(text: str, prefix: str = "  ") -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
+@dataclass
+class Lane:
+    """One running node of the run and what it has done so far."""
+
+    title: str
+    started: float
+    label: str = ""
+    step_id: int | None = None
+    waiting_since: float | None = None
+    next_notice: float = FIRST_WAIT_NOTICE_SECONDS
+    tasks: TaskContext | None = None
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+
+    def wait_for_model(self, now: float) -> None:
+        """A model request of this lane starts (or starts again) now."""
+        self.waiting_since = now
+        self.next_notice = FIRST_WAIT_NOTICE_SECONDS
 
 
-def _first_line(text: str, limit: int) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+class Display(Protocol):
+    """Where progress goes."""
+
+    def note(self, text: str) -> None:
+        """A line about the whole run."""
+
+    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
+        """`lane` started; `lanes` are all open lanes."""
+
+    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        """Something happened in `lane`."""
+
+    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        """`lane` ended, summed up by `text`; `lanes` are those still open."""
+
+    def tick(self, lanes: list[Lane], now: float) -> None:
+        """Time passed."""
 
 
-class ProgressPrinter:
-    """Prints stream events of a run as they arrive.
+class NullDisplay:
+    """Shows nothing (`--quiet`)."""
 
-    The steps of a wave run side by side: each prints a `Step N: text` line when the wave
-    begins and a `Step N done` (or `unfinished`, `failed`) line with the start of its result
-    as soon as it ends, so their lines interleave. A resumed wave starts all its steps again
-    on screen, but those whose results were saved before the stop say so and do not run.
-    """
+    def note(self, text: str) -> None:
+        pass
+
+    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
+        pass
+
+    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        pass
+
+    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        pass
+
+    def tick(self, lanes: list[Lane], now: float) -> None:
+        pass
+
+
+class PlainDisplay:
+    """Progress as lines, for a stderr that is not a terminal."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.remaining: list[PlannedStep] = []
 
-    def _say(self, text: str) -> None:
+    def note(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def _show_plan(self, title: str, plan: list[PlannedStep]) -> None:
-        self.remaining = list(plan)
-        self._say(f"{title}\n{_indent(format_plan(plan))}")
+    def _lane_line(self, lane: Lane, text: str, side_by_side: bool) -> None:
+        """An indented line of `lane`, naming it when other lanes run at the same time."""
+        self.note(f"  [{lane.label}] {text}" if side_by_side else f"  {text}")
 
-    def handle(self, mode: str, chunk: Any) -> None:
-        """Print one `(mode, chunk)` event of `astream(..., stream_mode=["updates", "tasks"])`."""
-        if mode == "tasks" and "input" in chunk:
-            self._task_started(chunk["name"], chunk["input"])
+    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
+        self.note(lane.title)
+
+    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        self._lane_line(lane, text, len(lanes) > 1)
+
+    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        if text:
+            self.note(text)
+
+    def tick(self, lanes: list[Lane], now: float) -> None:
+        for lane in lanes:
+            if lane.waiting_since is None:
+                continue
+            waited = now - lane.waiting_since
+            if waited >= lane.next_notice:
+                lane.next_notice *= 2
+                self._lane_line(lane, f"waiting for the model: {waited:.0f} s", len(lanes) > 1)
+
+
+class LiveDisplay:
+    """The open lanes drawn live with rich on a terminal; notes and finished lanes scroll
+    above them as lines."""
+
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self.console = console
+        self.clock = clock
+        self.live = Live(console=console, auto_refresh=False, transient=True)
+
+    def __enter__(self) -> LiveDisplay:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.stop()
+
+    def note(self, text: str) -> None:
+        self.live.console.print(Text(text))
+
+    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
+        self._draw(lanes)
+
+    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        lane.recent.append(text)
+        self._draw(lanes)
+
+    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
+        if text:  # a step's outcome stays; planning and reviewing leave their own notes
+            self.note(text)
+        self._draw(lanes)
+
+    def tick(self, lanes: list[Lane], now: float) -> None:
+        self._draw(lanes)
+
+    def render(self, lanes: list[Lane]) -> RenderableType:
+        """The live region: each open lane with its elapsed time, what it waits for and its
+        latest events."""
+        now = self.clock()
+        blocks: list[RenderableType] = []
+        for lane in lanes:
+            blocks.append(
+                Text.assemble((lane.title, "bold"), (f"  {now - lane.started:.0f} s", "dim"))
+            )
+            for text in lane.recent:
+                blocks.append(Text(f"  {text}", overflow="ellipsis", no_wrap=True))
+            if lane.waiting_since is not None:
+                waited = now - lane.waiting_since
+                blocks.append(Text(f"  waiting for the model… {waited:.0f} s", style="cyan"))
+        return Group(*blocks)
+
+    def _draw(self, lanes: list[Lane]) -> None:
+        self.live.update(self.render(lanes), refresh=True)
+
+
+def short_call(name: str, args: dict[str, Any]) -> str:
+    """`Name(key=value, ...)` cut to `ARGS_CHARS`."""
+    shown = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
+    )
+    call = f"{name}({shown})"
+    return call if len(call) <= ARGS_CHARS else call[: ARGS_CHARS - 2] + "…)"
+
+
+def task_changes(before: TaskContext | None, after: TaskContext) -> list[str]:
+    """What changed in the task list, one short line per task."""
+    old: dict[str, Task] = {task.id: task for task in (before.tasks if before else [])}
+    new = {task.id: task for task in after.tasks}
+    lines = []
+    for task in after.sorted_tasks():
+        was = old.get(task.id)
+        if was is None:
+            lines.append(f"task #{task.id} created: {task.subject}")
+        elif was.status != task.status:
+            lines.append(f"task #{task.id} {was.status} → {task.status}: {task.subject}")
+        elif was != task:
+            lines.append(f"task #{task.id} updated: {task.subject}")
+    lines += [f"task #{tid} deleted: {task.subject}" for tid, task in old.items() if tid not in new]
+    return lines
+
+
+def _step_line(done: ExecutedStep, how: str) -> str:
+    """`Step N done in 1.2 s: first line of the result` (or unfinished, failed)."""
+    result = first_line(done["result"], RESULT_CHARS)
+    return f"Step {done.get('id')} {done.get('status', 'done')}{how}: {result}"
+
+
+def _updates(update: Any) -> list[dict[str, Any]]:
+    """A node's update as a list of dicts (a node may return several, e.g. `ToolNode`, or
+    none: a `Command` that only routes)."""
+    if update is None:
+        return [{}]
+    if isinstance(update, dict):
+        return [update]
+    if isinstance(update, list | tuple):
+        return [item for item in update if isinstance(item, dict)]
+    return []
+
+
+class ProgressPrinter:
+    """Turns a run's stream events and model retries into lanes on a `Display`."""
+
+    def __init__(self, display: Display, clock: Callable[[], float] = time.monotonic) -> None:
+        self.display = display
+        self.clock = clock
+        self.lanes: dict[str, Lane] = {}
+        self.remaining: list[PlannedStep] = []
+        self.started = clock()
+
+    def note(self, text: str) -> None:
+        """A line about the whole run (e.g. a hint from the command)."""
+        self.display.note(text)
+
+    def _open(self) -> list[Lane]:
+        return list(self.lanes.values())
+
+    def handle(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
+        """Show one `(namespace, mode, chunk)` event of `astream(..., stream_mode=["updates",
+        "tasks"], subgraphs=True)`."""
+        if namespace:
+            self._inner(namespace[0], mode, chunk)
+        elif mode == "tasks" and "input" in chunk:
+            self._task_started(f"{chunk['name']}:{chunk['id']}", chunk["name"], chunk["input"])
+        elif mode == "tasks":
+            self._task_ended(f"{chunk['name']}:{chunk['id']}", chunk)
         elif mode == "updates":
             saved = bool(chunk.get("__metadata__", {}).get("cached"))
             for node, update in chunk.items():
-                if node not in ("__interrupt__", "__metadata__"):
-                    self._node_finished(node, update, saved=saved)
+                if node in ("__metadata__", "__interrupt__"):
+                    continue
+                for part in _updates(update):
+                    self._node_finished(node, part, saved=saved)
 
-    def _task_started(self, node: str, task_input: dict[str, Any]) -> None:
+    def tick(self) -> None:
+        """Bring waiting times up to date (call it every `TICK_SECONDS`)."""
+        self.display.tick(self._open(), self.clock())
+
+    def model_retry(self, lane_key: str | None, text: str) -> None:
+        """The model client is retrying a request of `lane_key`'s node."""
+        lane = self.lanes.get(lane_key or "")
+        if lane is None:
+            self.display.note(f"model: {text}")
+        else:
+            lane.waiting_since = None
+            self.display.event(lane, f"model: {text}", self._open())
+            lane.wait_for_model(self.clock())
+
+    def _task_started(self, key: str, node: str, state: dict[str, Any]) -> None:
+        now = self.clock()
         if node == "planner":
-            self._say("Planning…")
+            lane = Lane("Planning…", now, label="planner")
         elif node == "executor":
-            step = task_input["step"]
-            self._say(f"Step {step['id']}: {step['step']}")
+            step = state["step"]
+            title = f"Step {step['id']}: {step['step']}"
+            lane = Lane(title, now, label=f"step {step['id']}", step_id=step["id"])
+            lane.tasks = as_task_context(state.get("tasks_context"))
+        elif node == "replanner":
+            lane = Lane("Reviewing progress…", now, label="replanner")
+        else:
+            return
+        if node in MODEL_NODES:
+            lane.wait_for_model(now)
+        self.lanes[key] = lane
+        self.display.opened(lane, self._open())
 
-    def _node_finished(self, node: str, update: dict[str, Any] | None, *, saved: bool) -> None:
-        update = update or {}
+    def _task_ended(self, key: str, chunk: dict[str, Any]) -> None:
+        lane = self.lanes.pop(key, None)
+        if lane is None:
+            return
+        elapsed = f"{self.clock() - lane.started:.1f} s"
+        if chunk.get("error"):
+            error = first_line(str(chunk["error"]), RESULT_CHARS)
+            text = f"{lane.label.capitalize()} failed after {elapsed}: {error}"
+        elif chunk["name"] == "executor":
+            done = (chunk.get("result") or {}).get("executed_steps") or [{"result": ""}]
+            text = _step_line(done[-1], f" in {elapsed}")
+        else:
+            text = ""
+        self.display.closed(lane, text, self._open())
+
+    def _inner(self, lane_key: str, mode: str, chunk: Any) -> None:
+        """Events of a node's subgraph (the executor's tool loop)."""
+        lane = self.lanes.get(lane_key)
+        if lane is None:
+            return
+        if mode == "tasks" and chunk["name"] in MODEL_NODES:
+            if "input" in chunk:
+                lane.wait_for_model(self.clock())
+            else:
+                lane.waiting_since = None
+            return
+        if mode != "updates":
+            return
+        for update in chunk.values():
+            for part in _updates(update):
+                for text in self._inner_update(lane, part):
+                    self.display.event(lane, text, self._open())
+
+    def _inner_update(self, lane: Lane, update: dict[str, Any]) -> list[str]:
+        """Tool calls the model asked for, tools that failed, task-list changes."""
+        lines = []
+        for message in update.get("messages") or []:
+            if isinstance(message, AIMessage):
+                lines += [f"→ {short_call(c['name'], c['args'])}" for c in message.tool_calls]
+            elif isinstance(message, ToolMessage) and message.status == "error":
+                reason = first_line(message.text, RESULT_CHARS)
+                lines.append(f"✗ {message.name or 'tool'}: {reason}")
+        if "tasks_context" in update:  # a whole list, or one task call's change to it
+            tasks = update_task_context(lane.tasks, update["tasks_context"])
+            lines += task_changes(lane.tasks, tasks)
+            lane.tasks = tasks
+        return lines
+
+    def _show_plan(self, title: str, plan: list[PlannedStep]) -> None:
+        self.remaining = list(plan)
+        steps = "\n".join("  " + line for line in format_plan(plan).splitlines())
+        self.display.note(f"{title}\n{steps}")
+
+    def _node_finished(self, node: str, update: dict[str, Any], *, saved: bool) -> None:
         if node == "planner":
             self._show_plan("Plan:", update["plan"])
         elif node == "review_plan":
             self._review_finished(update)
         elif node == "executor":
-            when = " (saved before the stop)" if saved else ""
-            for done in update["executed_steps"]:
-                result = _first_line(done["result"], RESULT_CHARS)
-                self._say(f"Step {done.get('id')} {done.get('status', 'done')}{when}: {result}")
+            for done in update.get("executed_steps", []):
                 self.remaining = [s for s in self.remaining if s["id"] != done.get("id")]
+                if saved:  # a resumed wave: this step's result was saved before the stop
+                    self._saved_step(done)
         elif node == "replanner" and update.get("stop_reason"):
-            self._say(f"Stopped ({update['stop_reason']}) before the objective was met.")
+            self.display.note(
+                f"Objective not finished ({update['stop_reason']}) after {self._elapsed()}; "
+                "the report is below."
+            )
         elif node == "replanner" and update.get("response"):
-            self._say("Objective done; final answer below.")
+            self.display.note(f"Objective done in {self._elapsed()}; final answer below.")
         elif node == "replanner" and update.get("plan") != self.remaining:
             self._show_plan("Plan revised:", update["plan"])
+
+    def _saved_step(self, done: ExecutedStep) -> None:
+        """A step of a resumed wave that does not run again: its result was saved."""
+        text = _step_line(done, " (saved before the stop)")
+        key = next((k for k, lane in self.lanes.items() if lane.step_id == done.get("id")), None)
+        if key is None:
+            self.display.note(text)
+        else:
+            self.display.closed(self.lanes.pop(key), text, self._open())
+
+    def _elapsed(self) -> str:
+        return f"{self.clock() - self.started:.1f} s"
 
     def _review_finished(self, update: dict[str, Any]) -> None:
         if "plan" in update:
             self._show_plan("Plan edited:", update["plan"])
         else:
-            self._say("Plan rejected." if update.get("response") else "Plan approved.")
+            self.display.note("Plan rejected." if update.get("response") else "Plan approved.")
 
 
-def is_finished(snapshot: StateSnapshot) -> bool:
-    """Whether the run has nothing left to do.
+_RETRY_REASONS: dict[str, Callable[[tuple[Any, ...]], str]] = {
+    "Encountered an HTTP status error: %i": lambda args: f"HTTP {args[0]}",
+    "Encountered a timeout exception: %s": lambda args: "no answer in time",
+    "Encountered exception: %s": lambda args: f"connection failed ({args[0]})",
+}
+_RETRYING = "Retrying request in %f seconds (retry %i of %s)"
 
-    Not `not snapshot.next`: `next` leaves out tasks whose writes were saved but not yet folded
-    into a checkpoint (a process killed in between), and such a run must still be resumed.
+
+class _RetryLog(logging.Handler):
+    """Reads the OpenAI client's debug log: why a request failed, and that it is retried.
+
+    The client logs inside the node's call, so the run's config (`get_config`) names the lane.
     """
-    return not snapshot.tasks
+
+    def __init__(self, printer: ProgressPrinter) -> None:
+        super().__init__(logging.DEBUG)
+        self.printer = printer
+        self.reasons: dict[str | None, str] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        lane = self._lane()
+        if (reason := _RETRY_REASONS.get(str(record.msg))) is not None:
+            self.reasons[lane] = reason(args)
+        elif record.msg == _RETRYING and len(args) == 3:
+            seconds, attempt, attempts = args
+            why = self.reasons.pop(lane, "request failed")
+            self.printer.model_retry(
+                lane, f"{why}, retrying in {seconds:.2g} s (retry {attempt} of {attempts})"
+            )
+
+    @staticmethod
+    def _lane() -> str | None:
+        try:
+            namespace = get_config().get("metadata", {}).get("langgraph_checkpoint_ns", "")
+        except RuntimeError:
+            return None
+        return str(namespace).split("|")[0] or None
 
 
-def run_status(snapshot: StateSnapshot) -> str:
-    """finished / waiting for approval / failed at X / interrupted at X (or after X)."""
-    if snapshot.interrupts:
-        return "waiting for approval"
-    if is_finished(snapshot):
-        return "finished"
-    failed = [task.name for task in snapshot.tasks if task.error]
-    if failed:
-        return f"failed at {', '.join(failed)}"
-    if snapshot.next:
-        return f"interrupted at {', '.join(snapshot.next)}"
-    return f"interrupted after {', '.join(task.name for task in snapshot.tasks)}"
-
-
-def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
-    """A multi-line report of a stored run: status, objective, steps, plan, tasks, answer."""
-    values = cast(PlanExecuteState, snapshot.values)
-    tasks = values.get("tasks_context") or TaskContext()
-    parts = [
-        f"Thread: {thread_id}",
-        f"Status: {run_status(snapshot)}",
-        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
-        f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
-        f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
-        f"Tasks:\n{_indent(format_task_list(tasks))}",
-    ]
-    if values.get("response"):
-        parts.append(f"Answer:\n{_indent(values['response'])}")
-    return "\n".join(parts)
-
-
-def run_line(thread_id: str, snapshot: StateSnapshot) -> str:
-    """One line for a run list: thread id, status and the start of the objective."""
-    objective = _first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS)
-    return f"{thread_id}\t{run_status(snapshot)}\t{objective}"
+@contextmanager
+def model_retries_shown(printer: ProgressPrinter) -> Iterator[None]:
+    """While inside, the model client's retries appear in `printer`'s lanes (its debug log is
+    read here and goes no further)."""
+    logger = logging.getLogger(OPENAI_LOGGER)
+    handler = _RetryLog(printer)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

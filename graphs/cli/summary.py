@@ -1,0 +1,212 @@
+"""What a stored run is: its status, a summary for scripts (`--json`) and reports for people.
+
+Everything here reads a `StateSnapshot` (plus the settings the CLI stored in its checkpoint
+metadata); nothing talks to a model or writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from langgraph.types import StateSnapshot
+
+from replan.graphs.cli.persistence import STARTED_KEY, stored_settings
+from replan.graphs.state import (
+    PlanExecuteState,
+    format_executed_steps,
+    format_plan,
+    objective_text,
+    steps_left,
+)
+from replan.state import TaskContext, format_task_list
+
+SNIPPET_CHARS = 60
+State = Literal["finished", "not_finished", "waiting_for_approval", "failed", "interrupted"]
+_EXCEPTION_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a node failed: the exception's type name and message."""
+
+    node: str
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, node: str, error: Exception | str) -> RunError:
+        """From a live exception, or from the `Type('message')` text a checkpoint keeps."""
+        if isinstance(error, Exception):
+            return cls(node, type(error).__name__, str(error))
+        match = _EXCEPTION_REPR.match(error.strip())
+        if match is None:
+            return cls(node, "", error)
+        try:
+            args = list(ast.literal_eval(f"[{match[2]}]"))
+        except (ValueError, SyntaxError):
+            return cls(node, match[1], match[2])
+        message = str(args[0]) if len(args) == 1 else ", ".join(map(str, args))
+        return cls(node, match[1], message)
+
+    def text(self) -> str:
+        """`message (Type)`, as people read it."""
+        return f"{self.message} ({self.type})" if self.type else self.message
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where a run stands. `nodes` are where it failed or stopped; `stop_reason` is the
+    state's own, set when the run ended without meeting its objective."""
+
+    state: State
+    nodes: tuple[str, ...] = ()
+    stop_reason: str = ""
+    errors: tuple[RunError, ...] = ()
+    after: bool = False
+    """Stopped after `nodes` ran (their writes are saved, the checkpoint that folds them in
+    is not), rather than at them."""
+
+    def text(self) -> str:
+        """finished / not finished (reason) / waiting for approval / failed at X /
+        interrupted at X (or after X)."""
+        words = self.state.replace("_", " ")
+        if self.stop_reason:
+            return f"{words} ({self.stop_reason})"
+        if self.nodes:
+            return f"{words} {'after' if self.after else 'at'} {', '.join(self.nodes)}"
+        return words
+
+
+def is_finished(snapshot: StateSnapshot) -> bool:
+    """Whether the run has nothing left to do (met its objective or not).
+
+    Not `not snapshot.next`: `next` leaves out tasks whose writes were saved but not yet folded
+    into a checkpoint (a process killed in between), and such a run must still be resumed.
+    """
+    return not snapshot.tasks
+
+
+def run_status(snapshot: StateSnapshot) -> Status:
+    """The status of the run `snapshot` shows."""
+    if snapshot.interrupts:
+        return Status("waiting_for_approval")
+    if is_finished(snapshot):
+        stop_reason = str(snapshot.values.get("stop_reason") or "")
+        return Status("not_finished" if stop_reason else "finished", stop_reason=stop_reason)
+    failed = [task for task in snapshot.tasks if task.error]
+    if failed:
+        errors = tuple(RunError.of(task.name, task.error) for task in failed if task.error)
+        return Status("failed", tuple(task.name for task in failed), errors=errors)
+    if snapshot.next:
+        return Status("interrupted", tuple(snapshot.next))
+    return Status("interrupted", tuple(task.name for task in snapshot.tasks), after=True)
+
+
+def _started_at(snapshot: StateSnapshot) -> str | None:
+    stored = (snapshot.metadata or {}).get(STARTED_KEY)
+    return str(stored) if stored else None
+
+
+def _tasks(snapshot: StateSnapshot) -> TaskContext:
+    return snapshot.values.get("tasks_context") or TaskContext()
+
+
+def summarize(
+    thread_id: str, snapshot: StateSnapshot, failure: Exception | None = None
+) -> dict[str, Any]:
+    """The run as one JSON-ready document, keyed by the state's own names.
+
+    `failure` is an error the caller saw that the checkpoint does not show (then the run is
+    reported failed with it).
+    """
+    values = cast(PlanExecuteState, snapshot.values)
+    status = run_status(snapshot)
+    errors = [vars(error) for error in status.errors]
+    if failure is not None and not errors:
+        status = Status("failed", status.nodes)
+        errors = [vars(RunError.of("", failure))]
+    review = snapshot.interrupts[0].value if snapshot.interrupts else None
+    return {
+        "thread_id": thread_id,
+        "status": status.state,
+        "stop_reason": status.stop_reason,
+        "nodes": list(status.nodes),
+        "objective": objective_text(values.get("messages", [])),
+        "plan": steps_left(values),
+        "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
+        "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
+        "response": values.get("response", ""),
+        "review": review,
+        "error": errors[0] if errors else None,
+        "settings": stored_settings(snapshot.metadata),
+        "started_at": _started_at(snapshot),
+        "updated_at": snapshot.created_at,
+    }
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first non-blank line of `text`, cut to `limit` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def local_time(timestamp: str | None) -> str:
+    """An ISO-8601 timestamp as local `YYYY-MM-DD HH:MM:SS`, or "-"."""
+    if not timestamp:
+        return "-"
+    return datetime.fromisoformat(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
+    """A multi-line report of a stored run: status (and why it failed), times, settings,
+    objective, steps, plan, tasks and answer."""
+    values = cast(PlanExecuteState, snapshot.values)
+    status = run_status(snapshot)
+    parts = [f"Thread: {thread_id}", f"Status: {status.text()}"]
+    parts += [f"Error: {error.text()}" for error in status.errors]
+    parts += [
+        f"Started: {local_time(_started_at(snapshot))}",
+        f"Updated: {local_time(snapshot.created_at)}",
+    ]
+    if settings := stored_settings(snapshot.metadata):
+        lines = "\n".join(f"{key}: {value}" for key, value in settings.items())
+        parts.append(f"Settings:\n{_indent(lines)}")
+    parts += [
+        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
+        f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
+        f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
+        f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
+    ]
+    if values.get("response"):
+        title = "Report" if status.state == "not_finished" else "Answer"
+        parts.append(f"{title}:\n{_indent(values['response'])}")
+    return "\n".join(parts)
+
+
+THREADS_HEADER = ("THREAD", "STATUS", "UPDATED", "OBJECTIVE")
+
+
+def threads_table(runs: list[tuple[str, StateSnapshot]]) -> str:
+    """A header and one aligned row per run: thread id, status, last update, objective."""
+    rows = [THREADS_HEADER] + [
+        (
+            thread_id,
+            run_status(snapshot).text(),
+            local_time(snapshot.created_at),
+            first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS),
+        )
+        for thread_id, snapshot in runs
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(THREADS_HEADER) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
