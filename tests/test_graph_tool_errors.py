@@ -10,7 +10,7 @@ import openai
 import pytest
 from langchain_core.tools import tool
 
-from replan.graphs.cli import commands
+from replan.graphs.cli import commands, runs
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests import plan_execute_script as script
@@ -49,7 +49,7 @@ def test_the_cli_reports_it_as_a_failed_run_not_exit_3(
     def graph_with_the_tool(**kwargs: Any) -> Any:
         return build_plan_execute_graph(tools=[fetch_page], **kwargs)
 
-    monkeypatch.setattr(commands, "build_plan_execute_graph", graph_with_the_tool)
+    monkeypatch.setattr(runs, "build_plan_execute_graph", graph_with_the_tool)
     monkeypatch.chdir(tmp_path)
     with ScriptedOpenAIServer(executor_fetches) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
