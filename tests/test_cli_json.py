@@ -84,7 +84,7 @@ def test_a_failed_run_says_why_in_json_and_in_show(tmp_path: Path) -> None:
         "message": "the model server answered HTTP 500: out of memory",
     }
     assert (run["status"], run["nodes"], run["error"]) == ("failed", ["executor"], error)
-    assert run["plan"] == STEPS_2 and run["response"] == ""
+    assert [step["step"] for step in run["plan"]] == STEPS_2 and run["response"] == ""
     assert _document(run_cli(None, tmp_path, "show", "--thread-id", "f", "--json")) == run
     shown = run_cli(None, tmp_path, "show", "--thread-id", "f").out
     assert "Status: failed at executor\nError: the model server answered HTTP 500: out of " in shown

@@ -66,7 +66,7 @@ def test_plain_progress_shows_what_happens_inside_a_step(tmp_path: Path) -> None
         '  → TaskUpdate(taskId="1", status="in_progress")',
         "  task #1 pending → in_progress: Write it",
     ]
-    assert re.fullmatch(r"  done in \d+\.\d s: Executed step 1: RESULT 1/1", lines[step + 7])
+    assert re.fullmatch(r"Step 1 done in \d+\.\d s: Executed step 1: RESULT 1/1", lines[step + 7])
 
 
 @pytest.mark.slow
@@ -145,12 +145,11 @@ def test_live_progress_on_a_terminal(tmp_path: Path) -> None:
 
 
 def _two_steps_at_once(printer: ProgressPrinter) -> None:
-    """Stream events of two executor tasks that run at the same time (as a parallel plan's
-    wave does), each calling a tool."""
-    state = {"plan": ["Fetch A", "Fetch B"], "executed_steps": []}
-    printer.handle((), "tasks", {"id": "a", "name": "executor", "input": state})
-    later = {"plan": ["Fetch B"], "executed_steps": [{"step": "x", "result": "y"}]}
-    printer.handle((), "tasks", {"id": "b", "name": "executor", "input": later})
+    """Stream events of a wave of two executor tasks that run at the same time, each calling a
+    tool."""
+    for task, step in (("a", "Fetch A"), ("b", "Fetch B")):
+        run = {"step": {"id": ord(task) - 96, "step": step, "depends_on": []}}
+        printer.handle((), "tasks", {"id": task, "name": "executor", "input": run})
     for task in ("a", "b"):
         call = {"name": "Lookup", "args": {"what": task}, "id": task, "type": "tool_call"}
         reply = {"act": {"messages": [_ai_with(call)]}}
@@ -165,12 +164,13 @@ def test_steps_running_side_by_side_each_have_their_own_lane() -> None:
     out = io.StringIO()
     plain = ProgressPrinter(PlainDisplay(out))
     _two_steps_at_once(plain)
-    result = {"executed_steps": [{"step": "Fetch A", "result": "found A"}]}
+    done = {"id": 1, "step": "Fetch A", "result": "found A", "status": "done"}
+    result = {"executed_steps": [done]}
     plain.handle((), "tasks", {"id": "a", "name": "executor", "result": result, "error": None})
     lines = out.getvalue().splitlines()
     assert lines[:2] == ["Step 1: Fetch A", "Step 2: Fetch B"]
     assert lines[2:4] == ['  [step 1] → Lookup(what="a")', '  [step 2] → Lookup(what="b")']
-    assert re.fullmatch(r"  \[step 1\] done in \d\.\d s: found A", lines[4])
+    assert re.fullmatch(r"Step 1 done in \d\.\d s: found A", lines[4])
 
     console = Console(file=io.StringIO(), force_terminal=True, width=100, record=True)
     live = LiveDisplay(console)

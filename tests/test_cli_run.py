@@ -42,7 +42,8 @@ def test_console_script_runs_and_prints_progress_and_answer(
     step_1 = "Step 1 of 2 [ship it in 2 steps]"
     for expected in ("Planning…", "Plan:", f"  1. {step_1}", f"Step 1: {step_1}"):
         assert expected in lines
-    assert any(re.fullmatch(r"  done in \d+\.\d s: Executed step 2: RESULT 2/2", x) for x in lines)
+    done_2 = r"Step 2 done in \d+\.\d s: Executed step 2: RESULT 2/2"
+    assert any(re.fullmatch(done_2, line) for line in lines)
     assert re.fullmatch(r"Objective done in \d+\.\d s; final answer below\.", lines[-1])
     assert (tmp_path / "replan.sqlite").exists()
 

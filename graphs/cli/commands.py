@@ -124,8 +124,8 @@ def _count(minimum: int, maximum: int = MAX_BOUND) -> Any:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if not minimum <= value <= MAX_BOUND:
-            raise argparse.ArgumentTypeError(f"must be from {minimum} to {MAX_BOUND}, not {value}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {value}")
         return value
 
     return parse
