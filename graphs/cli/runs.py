@@ -125,13 +125,18 @@ def _interruptible() -> Iterator[None]:
 def _ask(question: str) -> str:
     """One answer typed on the terminal; EOFError on Ctrl-D."""
     say(question)
-    with _interruptible():
-        return input().strip()
+    return input().strip()
 
 
-def ask_review(plan: list[str]) -> Any:
+def ask_review(plan: list[Any]) -> Any:
     """Ask on the terminal: approve, edit (type new steps) or reject; the resume value, or None
-    when the input ends (Ctrl-D) and the plan keeps waiting."""
+    when the input ends (Ctrl-D) and the plan keeps waiting. Ctrl-C stops at once (from before
+    the first question is shown)."""
+    with _interruptible():
+        return _review_dialogue(plan)
+
+
+def _review_dialogue(plan: list[Any]) -> Any:
     say(f"The plan waits for your approval:\n{format_plan(plan)}")
     try:
         while True:
