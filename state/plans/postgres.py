@@ -31,13 +31,12 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from replan.state.plans.model import (
     Plan,
-    PlanError,
     PlanListing,
     PlanStorageError,
     PlanUpdate,
     validate_name,
 )
-from replan.state.plans.storage import apply_update, decode_plan, make_listing, may_delete
+from replan.state.plans.storage import apply_update, decode_plan, listing_from_rows, may_delete
 
 TABLE = "replan_plans"
 CONNECT_TIMEOUT_SECONDS = 10
@@ -134,14 +133,7 @@ class PostgresPlanStorage:
         """Every readable plan; a malformed row becomes a warning naming it."""
         with self._cursor(write=False) as cursor:
             rows = cursor.execute(f"SELECT * FROM {TABLE} ORDER BY name").fetchall()
-        plans = []
-        warnings = []
-        for row in rows:
-            try:
-                plans.append(decode_plan(str(row["name"]), row).summary())
-            except PlanError as exc:
-                warnings.append(str(exc))
-        return make_listing(plans, warnings)
+        return listing_from_rows(rows)
 
     def delete(self, name: str, expected_revision: int | None = None) -> bool:
         """Remove a plan's row; False if there was none."""

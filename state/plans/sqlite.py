@@ -17,13 +17,12 @@ from pathlib import Path
 from replan.state.fileio import PRIVATE_FILE_MODE, ensure_private_dir
 from replan.state.plans.model import (
     Plan,
-    PlanError,
     PlanListing,
     PlanStorageError,
     PlanUpdate,
     validate_name,
 )
-from replan.state.plans.storage import apply_update, decode_plan, make_listing, may_delete
+from replan.state.plans.storage import apply_update, decode_plan, listing_from_rows, may_delete
 
 _COLUMNS = tuple(Plan.model_fields)
 _SCHEMA = f"""
@@ -71,14 +70,7 @@ class SqlitePlanStorage:
         """Every readable plan; a malformed row becomes a warning naming it."""
         with self._connection() as conn:
             rows = conn.execute("SELECT * FROM plans ORDER BY name").fetchall()
-        plans = []
-        warnings = []
-        for row in rows:
-            try:
-                plans.append(decode_plan(str(row["name"]), row).summary())
-            except PlanError as exc:
-                warnings.append(str(exc))
-        return make_listing(plans, warnings)
+        return listing_from_rows(rows)
 
     def delete(self, name: str, expected_revision: int | None = None) -> bool:
         """Remove a plan's row; False if there was none."""

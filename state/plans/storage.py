@@ -18,6 +18,7 @@ from replan.state.plans.model import (
     Plan,
     PlanConflict,
     PlanCorrupt,
+    PlanError,
     PlanListing,
     PlanNotFound,
     PlanSummary,
@@ -125,3 +126,15 @@ def decode_plan(name: str, raw: str | bytes | Mapping[str, Any]) -> Plan:
 def make_listing(plans: Iterable[PlanSummary], warnings: Iterable[str] = ()) -> PlanListing:
     """A listing sorted by plan name."""
     return PlanListing(plans=sorted(plans, key=lambda plan: plan.name), warnings=list(warnings))
+
+
+def listing_from_rows(rows: Iterable[Mapping[str, Any]]) -> PlanListing:
+    """A listing of database rows (one plan per row); a malformed row becomes a warning."""
+    plans = []
+    warnings = []
+    for row in rows:
+        try:
+            plans.append(decode_plan(str(row["name"]), row).summary())
+        except PlanError as exc:
+            warnings.append(str(exc))
+    return make_listing(plans, warnings)
