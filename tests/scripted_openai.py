@@ -32,6 +32,7 @@ from typing import Any
 __all__ = [
     "BROKEN_REPLIES",
     "Reply",
+    "Quirks",
     "Responder",
     "ScriptedOpenAIServer",
     "http_error",
@@ -70,6 +71,20 @@ class Reply:
 
 
 Responder = Callable[[dict[str, Any]], Reply]
+
+
+@dataclass(frozen=True)
+class Quirks:
+    """How the server departs from OpenAI's API, to imitate real local servers (llama.cpp's
+    server, llama-cpp-python's, Ollama). The default departs in nothing.
+
+    Each kind of departure is a field; `answer` applies them all to the reply chosen for a
+    request (it may refuse the request instead, or reshape the reply).
+    """
+
+    def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
+        """The reply this server really sends for request `body` when the script says `reply`."""
+        return reply
 
 
 def text(content: str) -> Reply:
@@ -301,6 +316,7 @@ class ScriptedOpenAIServer:
 
     responder: Responder | None = None
     port: int = 0
+    quirks: Quirks = field(default_factory=Quirks)
     _queue: deque[Reply] = field(default_factory=deque, init=False, repr=False)
     _requests: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -349,9 +365,9 @@ class ScriptedOpenAIServer:
             self._requests.append(body)
             queued = self._queue.popleft() if self._queue else None
         if queued is not None:
-            return queued
+            return self.quirks.answer(body, queued)
         if self.responder is not None:
-            return self.responder(body)
+            return self.quirks.answer(body, self.responder(body))
         return http_error(500, "scripted server: script ran out (no queued reply, no responder)")
 
 
