@@ -68,13 +68,15 @@ StopReason = Literal["", "max_iterations"]
 
 
 class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
-    when the run ended without meeting the objective."""
+    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
+    when the run ended without meeting the objective, and `recovered_calls` when some tool
+    calls were read from the text of the model's replies."""
 
     response: str
     plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
+    recovered_calls: int
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
@@ -90,6 +92,9 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     stop_reason: StopReason
     tasks_context: Annotated[TaskContext, merge_task_updates]
     iterations: int
+    recovered_calls: Annotated[int, operator.add]
+    """How many tool calls the model wrote as text were recovered, over every node and
+    executor branch (`replan.graphs.text_calls`)."""
 
 
 class StepRun(TypedDict):
