@@ -68,15 +68,13 @@ StopReason = Literal["", "max_iterations"]
 
 
 class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
-    when the run ended without meeting the objective, and `recovered_calls` when some tool
-    calls were read from the text of the model's replies."""
+    """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
+    when the run ended without meeting the objective."""
 
     response: str
     plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
-    recovered_calls: int
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
@@ -94,7 +92,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     iterations: int
     recovered_calls: Annotated[int, operator.add]
     """How many tool calls the model wrote as text were recovered, over every node and
-    executor branch (`replan.graphs.text_calls`)."""
+    executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
 
 
 class StepRun(TypedDict):
