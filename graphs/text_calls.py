@@ -57,7 +57,7 @@ class OfferedTools:
         return cls(frozenset(names), required_args)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Segment:
     """One piece of the text that may hold calls: its shape, where it is, and its JSON."""
 
@@ -68,7 +68,7 @@ class _Segment:
     body: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class TextCalls:
     """What the text of a reply holds: the calls read from it and the prose around them, or
     why text that looks like a tool call could not be read (`problem`)."""
@@ -89,14 +89,15 @@ def read_text_calls(text: str, offered: OfferedTools) -> TextCalls:
                 return TextCalls(problem=f"the {segment.shape} tool call is not valid JSON")
             continue
         found = [_as_calls(value) for value in segment.values]
-        if any(isinstance(item, str) for item in found):
-            return TextCalls(problem=next(item for item in found if isinstance(item, str)))
-        if all(item is None for item in found):
+        if problem := next((item for item in found if isinstance(item, str)), None):
+            return TextCalls(problem=problem)
+        written = [item for item in found if isinstance(item, list)]
+        if not written:
             data.append(segment)
-        elif any(item is None for item in found):
+        elif len(written) < len(found):
             return TextCalls(problem="tool calls are mixed with other JSON")
         else:
-            calls.append((segment, [call for item in found if item for call in item]))
+            calls.append((segment, [call for item in written for call in item]))
     if calls:
         return _checked(text, calls, data, rest, offered)
     if _CALL_LIKE.search(rest):

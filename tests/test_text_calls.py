@@ -130,7 +130,7 @@ def test_one_unknown_call_among_known_ones_keeps_them_all_unread() -> None:
     [
         (f"Next time I would call {_obj(LIST)} to see the tasks.", "inside the prose"),
         (f"```json\n{_obj(CREATE)}\n```\n<tool_call>{_obj(LIST)}</tool_call>", "several shapes"),
-        (f"```json\n{_obj(CREATE)}\n```\n```json\n{{\"count\": 3}}\n```", "mixed"),
+        (f'```json\n{_obj(CREATE)}\n```\n```json\n{{"count": 3}}\n```', "mixed"),
         (_obj([CREATE, {"count": 3}]), "mixed"),
         (_obj({"name": "TaskList", "arguments": {}, "parameters": {}}), "both"),
         ('<tool_call>{"name": "TaskList", "arguments": {</tool_call>', "not valid JSON"),
