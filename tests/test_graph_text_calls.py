@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context
@@ -73,7 +74,7 @@ def test_calls_written_as_text_plan_run_the_task_tools_and_are_counted(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     graph = build_plan_execute_graph(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     result = run(graph, OBJECTIVE, mode, config=config, context=_context(server))
 
     assert [(s["result"], s["status"]) for s in result["executed_steps"]] == [
@@ -120,7 +121,7 @@ def test_counts_and_tasks_of_parallel_steps_are_merged(shape: CallsAsText) -> No
     quirks = Quirks(calls_as_text=shape)
     with ScriptedOpenAIServer(_a_task_per_step, quirks=quirks) as server:
         graph = build_plan_execute_graph(checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": "t"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "t"}}
         result = run(
             graph,
             "Two at once in 2 parallel steps",
@@ -240,8 +241,13 @@ def test_without_recovery_the_executor_records_the_text_as_before() -> None:
 def test_real_tool_calls_are_not_counted() -> None:
     with _plain_server(_with_tasks) as server:
         graph = build_plan_execute_graph(checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": "t"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "t"}}
         run(graph, OBJECTIVE, "sync", config=config, context=_context(server))
     values = graph.get_state(config).values
     assert [t.subject for t in values["tasks_context"].sorted_tasks()] == ["Write it"]
     assert values["recovered_calls"] == 0
+
+
+def test_recover_text_calls_must_be_a_boolean() -> None:
+    with pytest.raises(ValueError, match="recover_text_calls must be true or false, not 'no'"):
+        Context(recover_text_calls="no")  # type: ignore[arg-type]
