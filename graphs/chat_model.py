@@ -28,13 +28,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_openai import ChatOpenAI
-from langgraph.config import get_config
+from langgraph.config import get_config, get_stream_writer
 from langgraph.runtime import get_runtime
 from pydantic import SecretStr
 
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.steps import Call, Steps
+from replan.graphs.text_calls import TEXT_CALLS_EVENT, OfferedTools, recover_text_calls
 
 REPLY_PREVIEW_CHARS = 200
 RETRY_BACKOFF = ExponentialJitterParams(max=8.0, jitter=0.5)
@@ -175,12 +176,16 @@ def resolve_model(model: BaseChatModel | None, context: Context | None) -> BaseC
 
 
 def ask_model(
-    model: Runnable[LanguageModelInput, BaseMessage], messages: Sequence[BaseMessage]
+    model: Runnable[LanguageModelInput, BaseMessage],
+    messages: Sequence[BaseMessage],
+    offered: OfferedTools | None = None,
 ) -> Steps[AIMessage]:
     """One model turn over `messages` (its tokens stream in `stream_mode="messages"`).
 
     A reply that is not a usable chat completion is asked for again, as often as the run's
-    `Context.max_retries` lets the client retry a failing server.
+    `Context.max_retries` lets the client retry a failing server. With the `offered` tools
+    named and `Context.recover_text_calls` on, tool calls the model wrote as text become the
+    reply's `tool_calls` (`replan.graphs.text_calls`), announced as a custom stream event.
     """
     context = get_runtime(Context).context or Context()
     retrying = model.with_retry(
@@ -191,7 +196,26 @@ def ask_model(
     reply = yield Call(retrying, list(messages), guard=model_errors)
     if not isinstance(reply, AIMessage):
         raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
+    if offered is not None and context.recover_text_calls:
+        reply = _with_text_calls(reply, offered)
     return with_distinct_call_ids(reply)
+
+
+def _with_text_calls(reply: AIMessage, offered: OfferedTools) -> AIMessage:
+    """`reply` with the calls written in its text recovered, if any; each recovery is sent
+    as a custom stream event naming the node (its checkpoint namespace) and the tools."""
+    recovered = recover_text_calls(reply, offered)
+    if recovered is None:
+        return reply
+    get_stream_writer()(
+        {
+            "kind": TEXT_CALLS_EVENT,
+            "count": len(recovered.tool_calls),
+            "tools": [call["name"] for call in recovered.tool_calls],
+            "namespace": _checkpoint_namespace(),
+        }
+    )
+    return recovered
 
 
 def with_distinct_call_ids(reply: AIMessage) -> AIMessage:
@@ -241,12 +265,17 @@ def model_errors() -> Iterator[None]:
         ) from exc
 
 
-def _node_name() -> str:
-    """The graph node being run, with the nodes around it ("executor/act"), for messages."""
+def _checkpoint_namespace() -> str:
+    """Where in the graph the node being run is ("executor:<task id>|act:<task id>"), or ""."""
     try:
         metadata = get_config().get("metadata") or {}
     except RuntimeError:  # called outside a graph run
-        return "model"
-    namespace = str(metadata.get("langgraph_checkpoint_ns") or metadata.get("langgraph_node", ""))
+        return ""
+    return str(metadata.get("langgraph_checkpoint_ns") or metadata.get("langgraph_node", ""))
+
+
+def _node_name() -> str:
+    """The graph node being run, with the nodes around it ("executor/act"), for messages."""
+    namespace = _checkpoint_namespace()
     names = [part.split(":")[0] for part in namespace.split("|") if part]
     return "/".join(names) or "model"

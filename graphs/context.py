@@ -122,6 +122,15 @@ class Context:
         },
     )
 
+    recover_text_calls: bool = field(
+        default=True,
+        metadata={
+            "description": "Read tool calls that the model wrote as text (a JSON object with "
+            "`name` and `arguments` in a ``` fence, between <tool_call> tags or bare), as some "
+            "local servers return them, and run them as tool calls."
+        },
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
@@ -135,6 +144,10 @@ class Context:
                 check_count(name, value, minimum=minimum)
         if self.mistake_retries is not None:
             check_count("mistake_retries", self.mistake_retries, minimum=0)
+        if not isinstance(self.recover_text_calls, bool):
+            raise ValueError(
+                f"recover_text_calls must be true or false, not {self.recover_text_calls!r}"
+            )
         check_count("max_concurrency", self.max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
         if self.replan not in REPLAN_MODES:
             raise ValueError(

@@ -10,9 +10,13 @@ The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …)
 `messages` and `tasks_context`, so the task tools see the state they need and parallel tool
 calls of one model turn are handled by `ToolNode` (a call to an unknown tool gets its error
 reply there). A call whose arguments are not valid JSON never reaches `ToolNode`: `act` answers
-it with an error `ToolMessage` so the model can call again. The loop stops when the model answers
-without tool calls, or after `max_steps` model calls; in the second case the step's result says
-plainly that it is unfinished and shows the last tool results, and the replanner decides.
+it with an error `ToolMessage` so the model can call again. Tool calls the model wrote as text
+are run like real ones (`replan.graphs.text_calls`, with `Context.recover_text_calls`); a
+reply whose text looks like a call that cannot be read (an unknown tool, broken JSON) is not
+taken as the step's result: the model is told so and asked again. The loop stops when the
+model answers in prose without tool calls, or after `max_steps` model calls; in the second
+case the step's result says plainly that it is unfinished and shows the last tool results, and
+the replanner decides.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from replan.graphs.state import (
 )
 from replan.graphs.steps import Call, Steps, dual_node
 from replan.graphs.task_merge import task_replay
+from replan.graphs.text_calls import OfferedTools, recovered_calls, text_call_problem
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
 
@@ -104,6 +109,7 @@ class Executor:
         self.model = model
         self.tools = list(tools)
         self.tool_specs = [convert_to_openai_tool(tool) for tool in self.tools]  # built once
+        self.offered = OfferedTools.of(tool.name for tool in self.tools)
         self.prompts = prompts
         self.bounds = bounds
         self.loop = self.compile()
@@ -125,6 +131,9 @@ class Executor:
             "status": status,
         }
         update: dict[str, Any] = {"executed_steps": [executed]}
+        recovered = sum(recovered_calls(m) for m in done["messages"] if isinstance(m, AIMessage))
+        if recovered:
+            update["recovered_calls"] = recovered
         replay = task_replay(tasks, done["messages"])
         if replay is not None:
             update["tasks_context"] = replay
@@ -132,27 +141,35 @@ class Executor:
 
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
-        call whose arguments are not valid JSON."""
-        chat = resolve_model(self.model, runtime.context).bind_tools(self.tool_specs)
+        call whose arguments are not valid JSON, or a correction when its text looks like a
+        tool call that could not be read."""
+        context = runtime.context or Context()
+        chat = resolve_model(self.model, context).bind_tools(self.tool_specs)
         conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
-        reply = yield from ask_model(chat, conversation)
+        reply = yield from ask_model(chat, conversation, self.offered)
+        corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
+        if context.recover_text_calls and (problem := text_call_problem(reply, self.offered)):
+            tools = ", ".join(f"`{name}`" for name in sorted(self.offered.names))
+            corrections.append(
+                HumanMessage(self.prompts.text_call_correction.format(problem=problem, tools=tools))
+            )
         return {
-            "messages": [reply, *invalid_call_replies(reply)],
+            "messages": [reply, *corrections],
             "model_calls": state.get("model_calls", 0) + 1,
         }
 
     def route(
         self, state: ExecutorState, runtime: Runtime[Context]
     ) -> Literal["tools", "act", "__end__"]:
-        """Run the requested tools (or ask again after malformed calls), unless the model is
-        done or the budget is spent."""
+        """Run the requested tools (or ask again after malformed calls or a correction), unless
+        the model is done or the budget is spent."""
         reply = last_reply(state["messages"])
         max_steps = self.bounds.for_run(runtime.context).executor_max_steps
         if reply is None or state["model_calls"] >= max_steps:
             return "__end__"
         if reply.tool_calls:
             return "tools"
-        return "act" if reply.invalid_tool_calls else "__end__"
+        return "__end__" if isinstance(state["messages"][-1], AIMessage) else "act"
 
     def compile(self) -> Runnable[Any, Any]:
         """The compiled inner loop, with a recursion limit that fits the largest step budget."""
@@ -171,9 +188,10 @@ class Executor:
 
     def step_result(self, messages: Sequence[AnyMessage], max_steps: int) -> tuple[str, StepStatus]:
         """The model's final answer (failed when it starts with FAILED_PREFIX), or an UNFINISHED
-        note when the budget ran out."""
-        reply = last_reply(messages)
-        if reply is not None and not (reply.tool_calls or reply.invalid_tool_calls):
+        note when the budget ran out (also when the last reply still called tools or was
+        corrected)."""
+        reply = messages[-1] if messages else None
+        if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
             failed = reply.text.lstrip().upper().startswith(FAILED_PREFIX)
             return reply.text, "failed" if failed else "done"
         results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]

@@ -5,7 +5,8 @@ The planner and the replanner do not run tools; they read the model's choice of 
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
 what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
 that depends on itself, on a later step or on a position the list does not have is such a
-mistake too.
+mistake too. Tool calls a model wrote as text are read back before the reply is judged
+(`ask_model` with the offered tools; `replan.graphs.text_calls`).
 
 An accepted plan gets stable step ids (`accept_plan`): the positions a model writes become id
 dependencies, and a replanned step with the same text as a step still planned keeps its id.
@@ -41,6 +42,7 @@ from replan.graphs.state import (
     steps_left,
 )
 from replan.graphs.steps import Steps
+from replan.graphs.text_calls import OfferedTools, recovered_calls
 from replan.tools.arguments import validation_problems
 
 SENT_PREVIEW_CHARS = 300
@@ -249,6 +251,19 @@ def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
         ) from exc
 
 
+@dataclass(frozen=True)
+class Decision:
+    """A decision's validated arguments (their type, `PlanArgs` or `RespondArgs`, says which
+    tool), and how many tool calls written as text were recovered while asking for it."""
+
+    args: BaseModel
+    recovered_calls: int = 0
+
+    def update(self) -> dict[str, int]:
+        """The state update counting the recovered calls (nothing when there were none)."""
+        return {"recovered_calls": self.recovered_calls} if self.recovered_calls else {}
+
+
 def decide(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -257,19 +272,21 @@ def decide(
     node: str,
     prompts: Prompts,
     retries: int,
-) -> Steps[BaseModel]:
-    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
-
-    Returns the validated arguments; their type (`PlanArgs`, `RespondArgs`) says which tool.
-    """
+) -> Steps[Decision]:
+    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times."""
     tool_choice = tools[0].name if len(tools) == 1 else "any"
     bound = model.bind_tools([tool.spec() for tool in tools], tool_choice=tool_choice)
     expected = " or ".join(f"`{tool.name}`" for tool in tools)
+    offered = OfferedTools.of(
+        [tool.name for tool in tools], tools[0].args if len(tools) == 1 else None
+    )
     conversation = list(messages)
+    recovered = 0
     for _ in range(retries + 1):
-        reply = yield from ask_model(bound, conversation)
+        reply = yield from ask_model(bound, conversation, offered)
+        recovered += recovered_calls(reply)
         try:
-            return read_decision(reply, tools)
+            return Decision(read_decision(reply, tools), recovered)
         except ModelMistake as exc:
             mistake = exc
             correction = prompts.correction.format(
@@ -303,7 +320,7 @@ class Planner:
         require_objective(state)
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
-        args = yield from decide(
+        decision = yield from decide(
             resolve_model(self.model, runtime.context),
             [system, *state["messages"]],
             [self.plan_tool],
@@ -311,9 +328,16 @@ class Planner:
             prompts=self.prompts,
             retries=self.bounds.for_run(runtime.context).mistake_retries,
         )
+        args = decision.args
         assert isinstance(args, PlanArgs)
         plan = accept_plan(args, done=state.get("executed_steps", []))
-        return {"plan": plan, "response": "", "stop_reason": "", "iterations": 0}
+        return {
+            "plan": plan,
+            "response": "",
+            "stop_reason": "",
+            "iterations": 0,
+            **decision.update(),
+        }
 
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
@@ -330,7 +354,7 @@ class Planner:
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
-        args = yield from decide(
+        decision = yield from decide(
             resolve_model(self.model, context),
             [
                 SystemMessage(self.prompts.replanner),
@@ -341,13 +365,14 @@ class Planner:
             prompts=self.prompts,
             retries=bounds.mistake_retries,
         )
+        args, counted = decision.args, decision.update()
         if isinstance(args, RespondArgs):
-            return {"response": args.response, "plan": left, "iterations": rounds}
+            return {"response": args.response, "plan": left, "iterations": rounds, **counted}
         assert isinstance(args, PlanArgs)
         done = state.get("executed_steps", [])
         plan = accept_plan(args, keep=left, done=done)
         if rounds < bounds.max_iterations:
-            return {"plan": plan, "iterations": rounds}
+            return {"plan": plan, "iterations": rounds, **counted}
         report = self.prompts.not_finished.format(
             max_iterations=bounds.max_iterations,
             executed_steps=format_executed_steps(done),
@@ -358,6 +383,7 @@ class Planner:
             "response": report,
             "stop_reason": "max_iterations",
             "iterations": rounds,
+            **counted,
         }
 
 

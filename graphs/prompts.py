@@ -84,6 +84,10 @@ REPLANNER_TASK = """# Objective
 CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
 Answer again by calling {expected} with valid arguments."""
 
+TEXT_CALL_CORRECTION = """Your last reply looks like a tool call written as text, and it was not \
+run: {problem}. To use a tool, call one of {tools} with a JSON object of arguments. When the \
+step is done, answer with a plain-text report instead."""
+
 NOT_FINISHED = """The objective was not finished: the run stopped after {max_iterations} \
 execute–replan rounds, its limit.
 
@@ -119,6 +123,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "replanner": frozenset(),
     "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks"}),
     "correction": frozenset({"problem", "sent", "expected"}),
+    "text_call_correction": frozenset({"problem", "tools"}),
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "review_question": frozenset({"plan"}),
@@ -140,6 +145,7 @@ class Prompts:
     replanner: str = REPLANNER
     replanner_task: str = REPLANNER_TASK
     correction: str = CORRECTION
+    text_call_correction: str = TEXT_CALL_CORRECTION
     not_finished: str = NOT_FINISHED
     step_unfinished: str = STEP_UNFINISHED
     review_question: str = REVIEW_QUESTION

@@ -90,6 +90,9 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     stop_reason: StopReason
     tasks_context: Annotated[TaskContext, merge_task_updates]
     iterations: int
+    recovered_calls: Annotated[int, operator.add]
+    """How many tool calls the model wrote as text were recovered, over every node and
+    executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
 
 
 class StepRun(TypedDict):

@@ -23,11 +23,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "BROKEN_REPLIES",
@@ -73,6 +73,10 @@ class Reply:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
+CallsAsText = Literal["fenced", "bare", "tagged"]
+"""How a server writes tool calls as text (see `Quirks.calls_as_text`)."""
+
+
 @dataclass(frozen=True)
 class Quirks:
     """How the server departs from OpenAI's API, to imitate real local servers (llama.cpp's
@@ -82,9 +86,37 @@ class Quirks:
     request (it may refuse the request instead, or reshape the reply).
     """
 
+    calls_as_text: CallsAsText | None = None
+    """Write the tool calls of every reply as its text instead, in this shape, as llama.cpp's
+    server does for models whose calls it does not parse: "fenced" (a ```json fence per
+    call), "bare" (one JSON object per line) or "tagged" (`<tool_call>` tags, Qwen's way)."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
+        if self.calls_as_text is not None:
+            reply = _calls_as_text(reply, self.calls_as_text)
         return reply
+
+
+def _calls_as_text(reply: Reply, shape: CallsAsText) -> Reply:
+    """`reply` with its tool calls written as `{"name", "arguments"}` objects in its text."""
+    if not reply.calls:
+        return reply
+    objects = []
+    for call in reply.calls:
+        try:
+            arguments: Any = json.loads(call.arguments)
+        except ValueError:
+            arguments = call.arguments  # malformed on purpose: sent as the raw text
+        objects.append(json.dumps({"name": call.name, "arguments": arguments}))
+    if shape == "fenced":
+        parts = [f"```json\n{obj}\n```" for obj in objects]
+    elif shape == "tagged":
+        parts = [f"<tool_call>\n{obj}\n</tool_call>" for obj in objects]
+    else:
+        parts = ["\n".join(objects)]
+    written = "\n\n".join([*([reply.content] if reply.content else []), *parts])
+    return replace(reply, content=written, calls=(), call_ids=())
 
 
 def text(content: str) -> Reply:

@@ -209,6 +209,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         choices=REPLAN_MODES,
         help="ask the replanner after each wave of steps (default) or only when needed",
     )
+    group.add_argument(
+        "--no-text-calls",
+        dest="recover_text_calls",
+        action="store_false",
+        default=None,
+        help="do not read tool calls that the model wrote as text (default: read them)",
+    )
 
 
 def _add_output_options(parser: argparse.ArgumentParser, *, progress: bool) -> None:

@@ -1,10 +1,11 @@
 """Live progress of a run on stderr: what each running node is doing, as it happens.
 
-`ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks"],
-subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running node: the
-planner, each executor step (several at once when a plan runs steps side by side), the
-replanner. A lane shows its tool calls with short arguments, task-list changes, model retries
-("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its elapsed time.
+`ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks",
+"custom"], subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running
+node: the planner, each executor step (several at once when a plan runs steps side by side),
+the replanner. A lane shows its tool calls with short arguments, task-list changes, model
+retries ("HTTP 500, retrying in 2 s"), tool calls read from the text of a reply, how long it
+has waited for the model, and its elapsed time.
 
 Two displays show the lanes: `PlainDisplay` writes lines (for logs and pipes; a line names its
 lane when several run at once) and `LiveDisplay` draws the open lanes with rich on a terminal,
@@ -30,6 +31,7 @@ from rich.text import Text
 
 from replan.graphs.cli.summary import first_line
 from replan.graphs.state import ExecutedStep, PlannedStep, format_plan
+from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.state import Task, TaskContext
 from replan.tools.task_state import as_task_context, update_task_context
 
@@ -254,8 +256,10 @@ class ProgressPrinter:
 
     def handle(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
         """Show one `(namespace, mode, chunk)` event of `astream(..., stream_mode=["updates",
-        "tasks"], subgraphs=True)`."""
-        if namespace:
+        "tasks", "custom"], subgraphs=True)`."""
+        if mode == "custom" and isinstance(chunk, dict) and chunk.get("kind") == TEXT_CALLS_EVENT:
+            self._text_calls(chunk)
+        elif namespace:
             self._inner(namespace[0], mode, chunk)
         elif mode == "tasks" and "input" in chunk:
             self._task_started(f"{chunk['name']}:{chunk['id']}", chunk["name"], chunk["input"])
@@ -282,6 +286,19 @@ class ProgressPrinter:
             lane.waiting_since = None
             self.display.event(lane, f"model: {text}", self._open())
             lane.wait_for_model(self.clock())
+
+    def _text_calls(self, event: dict[str, Any]) -> None:
+        """Tool calls were read from the text of a reply (`replan.graphs.text_calls`)."""
+        count = event.get("count", 0)
+        text = (
+            f"↺ {count} tool call{'' if count == 1 else 's'} read from the reply's text: "
+            f"{', '.join(event.get('tools', []))}"
+        )
+        lane = self.lanes.get(str(event.get("namespace", "")).split("|")[0])
+        if lane is None:
+            self.display.note(text)
+        else:
+            self.display.event(lane, text, self._open())
 
     def _task_started(self, key: str, node: str, state: dict[str, Any]) -> None:
         now = self.clock()

@@ -196,7 +196,7 @@ async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
                 payload,
                 run.config,
                 context=run.context,
-                stream_mode=["updates", "tasks"],
+                stream_mode=["updates", "tasks", "custom"],
                 subgraphs=True,
                 durability="sync",  # each step's checkpoint is on disk before the next starts
             )

@@ -140,6 +140,7 @@ def summarize(
         "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
+        "recovered_calls": values.get("recovered_calls", 0),
         "review": review,
         "error": errors[0] if errors else None,
         "settings": stored_settings(snapshot.metadata),
@@ -185,6 +186,8 @@ def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
         f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
     ]
+    if recovered := values.get("recovered_calls", 0):
+        parts.append(f"Tool calls read from the model's text: {recovered}")
     if values.get("response"):
         title = "Report" if status.state == "not_finished" else "Answer"
         parts.append(f"{title}:\n{_indent(values['response'])}")
