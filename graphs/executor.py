@@ -11,8 +11,9 @@ The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …)
 calls of one model turn are handled by `ToolNode` (a call to an unknown tool gets its error
 reply there). A call whose arguments are not valid JSON never reaches `ToolNode`: `act` answers
 it with an error `ToolMessage` so the model can call again. The loop stops when the model answers
-without tool calls, or after `max_steps` model calls; in the second case the step's result says
-plainly that it is unfinished and shows the last tool results, and the replanner decides.
+without tool calls, when its reply was cut off at the token limit, or after `max_steps` model
+calls; in the last two cases the step's result says plainly that it is unfinished and shows what
+the model had written and the last tool results, and the replanner decides.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.chat_model import ask_model, cut_off, resolve_model
 from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Bounds, Context
 from replan.graphs.prompts import FAILED_PREFIX, Prompts
 from replan.graphs.state import (
@@ -116,8 +117,9 @@ class Executor:
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         brief = self.prompts.executor_task.format(**executor_briefing(run))
         done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
-        max_steps = self.bounds.for_run(runtime.context).executor_max_steps
-        result, status = self.step_result(done["messages"], max_steps)
+        context = runtime.context or Context()
+        max_steps = self.bounds.for_run(context).executor_max_steps
+        result, status = self.step_result(done["messages"], max_steps, context.executor_max_tokens)
         executed: ExecutedStep = {
             "id": step["id"],
             "step": step["step"],
@@ -133,7 +135,9 @@ class Executor:
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
         call whose arguments are not valid JSON."""
-        chat = resolve_model(self.model, runtime.context).bind_tools(self.tool_specs)
+        context = runtime.context or Context()
+        chat = resolve_model(self.model, context, context.executor_max_tokens)
+        chat = chat.bind_tools(self.tool_specs)
         conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
         reply = yield from ask_model(chat, conversation)
         return {
@@ -145,10 +149,10 @@ class Executor:
         self, state: ExecutorState, runtime: Runtime[Context]
     ) -> Literal["tools", "act", "__end__"]:
         """Run the requested tools (or ask again after malformed calls), unless the model is
-        done or the budget is spent."""
+        done, its reply was cut off at the token limit, or the budget is spent."""
         reply = last_reply(state["messages"])
         max_steps = self.bounds.for_run(runtime.context).executor_max_steps
-        if reply is None or state["model_calls"] >= max_steps:
+        if reply is None or cut_off(reply) or state["model_calls"] >= max_steps:
             return "__end__"
         if reply.tool_calls:
             return "tools"
@@ -169,18 +173,25 @@ class Executor:
         compiled = builder.compile(name=EXECUTOR)
         return compiled.with_config(recursion_limit=2 * MAX_BOUND + 5).bind(durability="exit")
 
-    def step_result(self, messages: Sequence[AnyMessage], max_steps: int) -> tuple[str, StepStatus]:
+    def step_result(
+        self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
+    ) -> tuple[str, StepStatus]:
         """The model's final answer (failed when it starts with FAILED_PREFIX), or an UNFINISHED
-        note when the budget ran out."""
+        note when its reply was cut off at `max_tokens` (with what it had written) or the budget
+        of `max_steps` model calls ran out."""
         reply = last_reply(messages)
+        results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
+        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
+        progress = progress or "(no tool results)"
+        if reply is not None and cut_off(reply):
+            note = self.prompts.step_cut_off.format(
+                max_tokens=max_tokens, text=reply.text.strip() or "(nothing)", progress=progress
+            )
+            return note, "unfinished"
         if reply is not None and not (reply.tool_calls or reply.invalid_tool_calls):
             failed = reply.text.lstrip().upper().startswith(FAILED_PREFIX)
             return reply.text, "failed" if failed else "done"
-        results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
-        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
-        note = self.prompts.step_unfinished.format(
-            max_steps=max_steps, progress=progress or "(no tool results)"
-        )
+        note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)
         return note, "unfinished"
 
 

@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.chat_model import ask_model, cut_off, resolve_model
 from replan.graphs.context import Bounds, Context
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.prompts import Prompts
@@ -35,6 +35,7 @@ from replan.graphs.state import (
     PlannedStep,
     format_executed_steps,
     format_plan,
+    repeated_step,
     replanner_briefing,
     require_objective,
     runnable_steps,
@@ -249,6 +250,15 @@ def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
         ) from exc
 
 
+def _reply_preview(reply: AIMessage) -> str:
+    """What a reply held, its whitespace folded: its tool calls, else its text."""
+    calls = ", ".join(
+        f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
+        for call in reply.tool_calls
+    )
+    return calls or " ".join(reply.text.split()) or "(an empty reply)"
+
+
 def decide(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -257,9 +267,11 @@ def decide(
     node: str,
     prompts: Prompts,
     retries: int,
+    max_tokens: int,
 ) -> Steps[BaseModel]:
     """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
 
+    A reply cut off at its `max_tokens` limit is such a mistake too, whatever it holds.
     Returns the validated arguments; their type (`PlanArgs`, `RespondArgs`) says which tool.
     """
     tool_choice = tools[0].name if len(tools) == 1 else "any"
@@ -269,6 +281,9 @@ def decide(
     for _ in range(retries + 1):
         reply = yield from ask_model(bound, conversation)
         try:
+            if cut_off(reply):
+                problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
+                raise ModelMistake(problem, _reply_preview(reply))
             return read_decision(reply, tools)
         except ModelMistake as exc:
             mistake = exc
@@ -303,13 +318,15 @@ class Planner:
         require_objective(state)
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
+        context = runtime.context or Context()
         args = yield from decide(
-            resolve_model(self.model, runtime.context),
+            resolve_model(self.model, context, context.decision_max_tokens),
             [system, *state["messages"]],
             [self.plan_tool],
             node="planner",
             prompts=self.prompts,
-            retries=self.bounds.for_run(runtime.context).mistake_retries,
+            retries=self.bounds.for_run(context).mistake_retries,
+            max_tokens=context.decision_max_tokens,
         )
         assert isinstance(args, PlanArgs)
         plan = accept_plan(args, done=state.get("executed_steps", []))
@@ -318,10 +335,11 @@ class Planner:
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
     ) -> Steps[dict[str, Any]]:
-        """After a wave: respond, or plan the steps still to do; past `max_iterations`, end with
-        a plain report. With `replan="when_needed"` the model is asked only when no planned step
-        is left, a step of the wave came back unfinished or failed, or this is the last round;
-        otherwise the plan goes on without the wave's steps."""
+        """After a wave: respond, or plan the steps still to do; past `max_iterations`, or when
+        the new plan's next wave repeats a step already carried out twice (no progress), end
+        with a plain report. With `replan="when_needed"` the model is asked only when no planned
+        step is left, a step of the wave came back unfinished or failed, or this is the last
+        round; otherwise the plan goes on without the wave's steps."""
         context = runtime.context or Context()
         bounds = self.bounds.for_run(context)
         rounds = state.get("iterations", 0) + 1
@@ -330,22 +348,38 @@ class Planner:
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
+        briefing = replanner_briefing(state, self.prompts.repeated_steps)
         args = yield from decide(
-            resolve_model(self.model, context),
+            resolve_model(self.model, context, context.decision_max_tokens),
             [
                 SystemMessage(self.prompts.replanner),
-                HumanMessage(self.prompts.replanner_task.format(**replanner_briefing(state))),
+                HumanMessage(self.prompts.replanner_task.format(**briefing)),
             ],
             [self.plan_tool, self.respond_tool],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,
+            max_tokens=context.decision_max_tokens,
         )
         if isinstance(args, RespondArgs):
             return {"response": args.response, "plan": left, "iterations": rounds}
         assert isinstance(args, PlanArgs)
         done = state.get("executed_steps", [])
         plan = accept_plan(args, keep=left, done=done)
+        if repeat := repeated_step(runnable_steps(plan), done):
+            step, times = repeat
+            report = self.prompts.no_progress.format(
+                step=step,
+                times=times,
+                executed_steps=format_executed_steps(done),
+                plan=format_plan(plan),
+            )
+            return {
+                "plan": plan,
+                "response": report,
+                "stop_reason": "no_progress",
+                "iterations": rounds,
+            }
         if rounds < bounds.max_iterations:
             return {"plan": plan, "iterations": rounds}
         report = self.prompts.not_finished.format(
