@@ -92,8 +92,8 @@ still missing, or respond.
 CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
 Answer again by calling {expected} with valid arguments."""
 
-REPLY_CUT_OFF = """it was cut off at the limit of {max_tokens} tokens before it was complete; \
-keep the next reply brief and end it right after the tool call"""
+REPLY_CUT_OFF = """the reply was cut off at the limit of {max_tokens} tokens before it was \
+complete; keep the next one brief and end it right after the tool call"""
 
 NOT_FINISHED = """The objective was not finished: the run stopped after {max_iterations} \
 execute–replan rounds, its limit.

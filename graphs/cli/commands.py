@@ -34,6 +34,7 @@ from replan.graphs.context import (
     DEFAULT_TIMEOUT_SECONDS,
     MAX_BOUND,
     MAX_CONCURRENCY,
+    MAX_REPLY_TOKENS,
     REPLAN_MODES,
     Context,
 )
@@ -187,6 +188,19 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=_seconds,
         help=f"seconds to wait for one model request (default: {DEFAULT_TIMEOUT_SECONDS:g})",
+    )
+    group.add_argument(
+        "--decision-max-tokens",
+        type=_count(1, MAX_REPLY_TOKENS),
+        metavar="N",
+        help="most tokens in a planner or replanner reply "
+        f"(default: {_field_default('decision_max_tokens')})",
+    )
+    group.add_argument(
+        "--executor-max-tokens",
+        type=_count(1, MAX_REPLY_TOKENS),
+        metavar="N",
+        help=f"most tokens in an executor reply (default: {_field_default('executor_max_tokens')})",
     )
     group.add_argument(
         "--max-iterations",
