@@ -136,8 +136,8 @@ class Executor:
         """One model turn over the conversation of this step, with an error reply for each
         call whose arguments are not valid JSON."""
         context = runtime.context or Context()
-        chat = resolve_model(self.model, context, context.executor_max_tokens)
-        chat = chat.bind_tools(self.tool_specs)
+        model = resolve_model(self.model, context, context.executor_max_tokens)
+        chat = model.bind_tools(self.tool_specs)
         conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
         reply = yield from ask_model(chat, conversation)
         return {
