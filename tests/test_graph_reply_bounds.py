@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
 
 from replan.graphs.chat_model import chat_model_from_context, cut_off
 from replan.graphs.context import (
@@ -22,6 +23,7 @@ from replan.graphs.context import (
 )
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.state import ExecutedStep, PlannedStep, repeated_step, step_key
 from tests import plan_execute_script as script
 from tests.cli_support.harness import invoke
 from tests.fake_models import Mode, both_modes, run, stream
@@ -92,6 +94,7 @@ def test_openai_itself_gets_the_limit_as_max_completion_tokens(
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     for base_url in (None, "https://api.openai.com/v1"):
         model = chat_model_from_context(Context(base_url=base_url), 77)
+        assert isinstance(model, ChatOpenAI)
         payload = model._get_request_payload("hi")  # what the OpenAI client is given
         assert payload["max_completion_tokens"] == 77 and "max_tokens" not in payload
 
@@ -231,6 +234,17 @@ def test_a_request_that_times_out_says_so(server: ScriptedOpenAIServer) -> None:
 # --- no progress --------------------------------------------------------------------------
 
 STEP = "Create a new version of the library"
+
+
+def test_steps_are_the_same_whatever_their_case_and_spacing() -> None:
+    assert step_key("  Create a NEW\tversion\n of it ") == step_key("create a new version of it")
+    assert step_key("Create a new version") != step_key("Create a new versions")
+    done: list[ExecutedStep] = [{"step": "Build it", "result": "ok"}]
+    wave: list[PlannedStep] = [{"id": 5, "step": "build  IT", "depends_on": []}]
+    assert repeated_step(wave, done) is None  # carried out once: once more is allowed
+    done.append({"step": "BUILD it", "result": "ok again"})
+    assert repeated_step(wave, done) == ("build  IT", 2)
+    assert repeated_step([{"id": 6, "step": "Test it", "depends_on": []}], done) is None
 
 
 def _repeater(request: dict[str, Any]) -> Reply:
