@@ -58,7 +58,7 @@ class ExitCode(IntEnum):
     OK = 0, "the run met its objective; the answer is on stdout"
     FAILED = 1, "the run failed: the model misbehaved past its retries, or an unexpected error"
     USAGE = 2, "usage error: bad option or objective, thread id in use, no plan awaiting approval"
-    MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable or still failing"
+    MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable, too slow or failing"
     AWAITING_APPROVAL = 4, "the plan waits for approval and there is no terminal to ask on"
     NO_SUCH_RUN = 5, "no such run: no database file, unknown thread id"
     NOT_FINISHED = 6, "the run ended without meeting its objective; its report is on stdout"
