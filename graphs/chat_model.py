@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -150,8 +151,30 @@ def _async_http_client() -> openai.DefaultAsyncHttpxClient | None:
     return client
 
 
-def chat_model_from_context(context: Context) -> BaseChatModel:
-    """A `ChatOpenAI` for `context`; raises `ModelUnavailableError` when no API key is set."""
+OPENAI_HOST = "api.openai.com"
+
+
+def reply_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
+    """`ChatOpenAI` arguments bounding each reply to `max_tokens` tokens, in the request field
+    the server reads.
+
+    OpenAI's API takes `max_completion_tokens` (what `ChatOpenAI` turns its `max_tokens` into);
+    llama-cpp-python's and Ollama's servers read only the older `max_tokens` and ignore the
+    other, while llama.cpp's server and vLLM read both. So another server gets `max_tokens`.
+    """
+    if not base_url or urlsplit(base_url).hostname == OPENAI_HOST:
+        return {"max_tokens": max_tokens}
+    return {"extra_body": {"max_tokens": max_tokens}}
+
+
+def cut_off(reply: AIMessage) -> bool:
+    """Whether the server stopped `reply` at its token limit (`finish_reason: "length"`)."""
+    return reply.response_metadata.get("finish_reason") == "length"
+
+
+def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
+    """A `ChatOpenAI` for `context` whose replies are at most `max_tokens` tokens; raises
+    `ModelUnavailableError` when no API key is set."""
     api_key = os.environ.get("OPENAI_API_KEY")
     if not api_key:
         raise ModelUnavailableError(
@@ -167,12 +190,18 @@ def chat_model_from_context(context: Context) -> BaseChatModel:
         timeout=context.timeout,
         http_client=_sync_http_client(),
         http_async_client=_async_http_client(),
+        **reply_limit(context.base_url, max_tokens),
     )
 
 
-def resolve_model(model: BaseChatModel | None, context: Context | None) -> BaseChatModel:
-    """The caller's `model` if given, else a `ChatOpenAI` built from the run's context."""
-    return model if model is not None else chat_model_from_context(context or Context())
+def resolve_model(
+    model: BaseChatModel | None, context: Context | None, max_tokens: int
+) -> BaseChatModel:
+    """The caller's `model` if given (as it is: its own settings apply), else a `ChatOpenAI`
+    built from the run's context, its replies bounded to `max_tokens` tokens."""
+    if model is not None:
+        return model
+    return chat_model_from_context(context or Context(), max_tokens)
 
 
 def ask_model(
@@ -253,6 +282,8 @@ def model_errors() -> Iterator[None]:
         raise ModelUnavailableError(
             f"{_node_name()}: the model server sent {exc.problem} (it sent: {exc.preview})"
         ) from exc
+    except openai.APITimeoutError as exc:  # a subclass of APIConnectionError: handled first
+        raise ModelUnavailableError(_no_reply_in_time(exc.request)) from exc
     except openai.APIConnectionError as exc:
         raise ModelUnavailableError(f"cannot reach the model server: {exc}") from exc
     except openai.AuthenticationError as exc:
@@ -263,6 +294,14 @@ def model_errors() -> Iterator[None]:
         raise ModelUnavailableError(
             f"the model server answered HTTP {exc.status_code}: {detail}"
         ) from exc
+
+
+def _no_reply_in_time(request: Any) -> str:
+    """What a timed-out request says: how long the client waited for which server."""
+    url = str(request.url).removesuffix("/chat/completions")
+    waited = (request.extensions.get("timeout") or {}).get("read")
+    within = f"within {waited:g} s " if isinstance(waited, int | float) else ""
+    return f"{_node_name()}: no reply {within}from {url}"
 
 
 def _checkpoint_namespace() -> str:

@@ -14,6 +14,13 @@ DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_EXECUTOR_MAX_STEPS = 20
 DEFAULT_MISTAKE_RETRIES = 2
+DEFAULT_DECISION_MAX_TOKENS = 1024
+"""Reply limit of a planner or replanner decision: a plan or a final answer, with room to spare.
+At 10 tokens/s (a small local model on a CPU) it is reached well within the default timeout."""
+DEFAULT_EXECUTOR_MAX_TOKENS = 2048
+"""Reply limit of one executor turn: a tool call or the step's report."""
+MAX_REPLY_TOKENS = 1_000_000
+"""Largest accepted reply limit (no model writes that much in one reply)."""
 MAX_BOUND = 1000
 """Largest accepted `max_iterations` / `executor_max_steps`: the graphs' recursion limits are
 sized from it, so no legal run is ever cut short by LangGraph's own limit."""
@@ -77,6 +84,20 @@ class Context:
         default=DEFAULT_TIMEOUT_SECONDS,
         metadata={"description": "Seconds to wait for one model request; empty means no limit."},
     )
+    decision_max_tokens: int = field(
+        default=DEFAULT_DECISION_MAX_TOKENS,
+        metadata={
+            "description": "Most tokens in one reply of the planner or the replanner; a reply "
+            "cut off there is corrected and asked for again, like any unusable decision."
+        },
+    )
+    executor_max_tokens: int = field(
+        default=DEFAULT_EXECUTOR_MAX_TOKENS,
+        metadata={
+            "description": "Most tokens in one reply of the executor; a reply cut off there ends "
+            "its step as unfinished, with what it had written."
+        },
+    )
     approve_plan: bool = field(
         default=False,
         metadata={
@@ -139,6 +160,8 @@ class Context:
             raise ValueError(f"max_retries must be 0 or more, not {self.max_retries}")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"timeout must be more than 0 seconds, not {self.timeout}")
+        for name in ("decision_max_tokens", "executor_max_tokens"):
+            check_count(name, getattr(self, name), minimum=1, maximum=MAX_REPLY_TOKENS)
         for name, minimum in (("max_iterations", 1), ("executor_max_steps", 1)):
             if (value := getattr(self, name)) is not None:
                 check_count(name, value, minimum=minimum)

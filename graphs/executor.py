@@ -14,9 +14,10 @@ it with an error `ToolMessage` so the model can call again. Tool calls the model
 are run like real ones (`replan.graphs.text_calls`, with `Context.recover_text_calls`); a
 reply whose text looks like a call that cannot be read (an unknown tool, broken JSON) is not
 taken as the step's result: the model is told so and asked again. The loop stops when the
-model answers in prose without tool calls, or after `max_steps` model calls; in the second
-case the step's result says plainly that it is unfinished and shows the last tool results, and
-the replanner decides.
+model answers in prose without tool calls, when its reply was cut off at the token limit, or
+after `max_steps` model calls; in the last two cases the step's result says plainly that it is
+unfinished and shows what the model had written and the last tool results, and the replanner
+decides.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.chat_model import ask_model, cut_off, resolve_model
 from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Bounds, Context
 from replan.graphs.prompts import FAILED_PREFIX, Prompts
 from replan.graphs.state import (
@@ -122,8 +123,9 @@ class Executor:
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         brief = self.prompts.executor_task.format(**executor_briefing(run))
         done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
-        max_steps = self.bounds.for_run(runtime.context).executor_max_steps
-        result, status = self.step_result(done["messages"], max_steps)
+        context = runtime.context or Context()
+        max_steps = self.bounds.for_run(context).executor_max_steps
+        result, status = self.step_result(done["messages"], max_steps, context.executor_max_tokens)
         executed: ExecutedStep = {
             "id": step["id"],
             "step": step["step"],
@@ -144,7 +146,8 @@ class Executor:
         call whose arguments are not valid JSON, or a correction when its text looks like a
         tool call that could not be read."""
         context = runtime.context or Context()
-        chat = resolve_model(self.model, context).bind_tools(self.tool_specs)
+        model = resolve_model(self.model, context, context.executor_max_tokens)
+        chat = model.bind_tools(self.tool_specs)
         conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
         reply = yield from ask_model(chat, conversation, self.offered)
         corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
@@ -162,10 +165,10 @@ class Executor:
         self, state: ExecutorState, runtime: Runtime[Context]
     ) -> Literal["tools", "act", "__end__"]:
         """Run the requested tools (or ask again after malformed calls or a correction), unless
-        the model is done or the budget is spent."""
+        the model is done, its reply was cut off at the token limit, or the budget is spent."""
         reply = last_reply(state["messages"])
         max_steps = self.bounds.for_run(runtime.context).executor_max_steps
-        if reply is None or state["model_calls"] >= max_steps:
+        if reply is None or cut_off(reply) or state["model_calls"] >= max_steps:
             return "__end__"
         if reply.tool_calls:
             return "tools"
@@ -186,19 +189,26 @@ class Executor:
         compiled = builder.compile(name=EXECUTOR)
         return compiled.with_config(recursion_limit=2 * MAX_BOUND + 5).bind(durability="exit")
 
-    def step_result(self, messages: Sequence[AnyMessage], max_steps: int) -> tuple[str, StepStatus]:
+    def step_result(
+        self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
+    ) -> tuple[str, StepStatus]:
         """The model's final answer (failed when it starts with FAILED_PREFIX), or an UNFINISHED
-        note when the budget ran out (also when the last reply still called tools or was
+        note when its reply was cut off at `max_tokens` (with what it had written) or the budget
+        of `max_steps` model calls ran out (also when the last reply still called tools or was
         corrected)."""
         reply = messages[-1] if messages else None
+        results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
+        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
+        progress = progress or "(no tool results)"
+        if isinstance(reply, AIMessage) and cut_off(reply):
+            note = self.prompts.step_cut_off.format(
+                max_tokens=max_tokens, text=reply.text.strip() or "(nothing)", progress=progress
+            )
+            return note, "unfinished"
         if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
             failed = reply.text.lstrip().upper().startswith(FAILED_PREFIX)
             return reply.text, "failed" if failed else "done"
-        results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
-        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
-        note = self.prompts.step_unfinished.format(
-            max_steps=max_steps, progress=progress or "(no tool results)"
-        )
+        note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)
         return note, "unfinished"
 
 

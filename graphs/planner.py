@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.chat_model import ask_model, cut_off, resolve_model
 from replan.graphs.context import Bounds, Context
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.prompts import Prompts
@@ -36,6 +36,7 @@ from replan.graphs.state import (
     PlannedStep,
     format_executed_steps,
     format_plan,
+    repeated_step,
     replanner_briefing,
     require_objective,
     runnable_steps,
@@ -264,6 +265,15 @@ class Decision:
         return {"recovered_calls": self.recovered_calls} if self.recovered_calls else {}
 
 
+def _reply_preview(reply: AIMessage) -> str:
+    """What a reply held, its whitespace folded: its tool calls, else its text."""
+    calls = ", ".join(
+        f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
+        for call in reply.tool_calls
+    )
+    return calls or " ".join(reply.text.split()) or "(an empty reply)"
+
+
 def decide(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -272,8 +282,12 @@ def decide(
     node: str,
     prompts: Prompts,
     retries: int,
+    max_tokens: int,
 ) -> Steps[Decision]:
-    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times."""
+    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
+
+    A reply cut off at its `max_tokens` limit is such a mistake too, whatever it holds.
+    """
     tool_choice = tools[0].name if len(tools) == 1 else "any"
     bound = model.bind_tools([tool.spec() for tool in tools], tool_choice=tool_choice)
     expected = " or ".join(f"`{tool.name}`" for tool in tools)
@@ -286,6 +300,9 @@ def decide(
         reply = yield from ask_model(bound, conversation, offered)
         recovered += recovered_calls(reply)
         try:
+            if cut_off(reply):
+                problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
+                raise ModelMistake(problem, _reply_preview(reply))
             return Decision(read_decision(reply, tools), recovered)
         except ModelMistake as exc:
             mistake = exc
@@ -320,13 +337,15 @@ class Planner:
         require_objective(state)
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
+        context = runtime.context or Context()
         decision = yield from decide(
-            resolve_model(self.model, runtime.context),
+            resolve_model(self.model, context, context.decision_max_tokens),
             [system, *state["messages"]],
             [self.plan_tool],
             node="planner",
             prompts=self.prompts,
-            retries=self.bounds.for_run(runtime.context).mistake_retries,
+            retries=self.bounds.for_run(context).mistake_retries,
+            max_tokens=context.decision_max_tokens,
         )
         args = decision.args
         assert isinstance(args, PlanArgs)
@@ -342,10 +361,11 @@ class Planner:
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
     ) -> Steps[dict[str, Any]]:
-        """After a wave: respond, or plan the steps still to do; past `max_iterations`, end with
-        a plain report. With `replan="when_needed"` the model is asked only when no planned step
-        is left, a step of the wave came back unfinished or failed, or this is the last round;
-        otherwise the plan goes on without the wave's steps."""
+        """After a wave: respond, or plan the steps still to do; past `max_iterations`, or when
+        the new plan's next wave repeats a step already carried out twice (no progress), end
+        with a plain report. With `replan="when_needed"` the model is asked only when no planned
+        step is left, a step of the wave came back unfinished or failed, or this is the last
+        round; otherwise the plan goes on without the wave's steps."""
         context = runtime.context or Context()
         bounds = self.bounds.for_run(context)
         rounds = state.get("iterations", 0) + 1
@@ -354,16 +374,18 @@ class Planner:
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
+        briefing = replanner_briefing(state, self.prompts.repeated_steps)
         decision = yield from decide(
-            resolve_model(self.model, context),
+            resolve_model(self.model, context, context.decision_max_tokens),
             [
                 SystemMessage(self.prompts.replanner),
-                HumanMessage(self.prompts.replanner_task.format(**replanner_briefing(state))),
+                HumanMessage(self.prompts.replanner_task.format(**briefing)),
             ],
             [self.plan_tool, self.respond_tool],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,
+            max_tokens=context.decision_max_tokens,
         )
         args, counted = decision.args, decision.update()
         if isinstance(args, RespondArgs):
@@ -371,6 +393,21 @@ class Planner:
         assert isinstance(args, PlanArgs)
         done = state.get("executed_steps", [])
         plan = accept_plan(args, keep=left, done=done)
+        if repeat := repeated_step(runnable_steps(plan), done):
+            step, times = repeat
+            report = self.prompts.no_progress.format(
+                step=step,
+                times=times,
+                executed_steps=format_executed_steps(done),
+                plan=format_plan(plan),
+            )
+            return {
+                "plan": plan,
+                "response": report,
+                "stop_reason": "no_progress",
+                "iterations": rounds,
+                **counted,
+            }
         if rounds < bounds.max_iterations:
             return {"plan": plan, "iterations": rounds, **counted}
         report = self.prompts.not_finished.format(

@@ -79,7 +79,15 @@ REPLANNER_TASK = """# Objective
 {executed_steps}
 
 # Task list
-{tasks}"""
+{tasks}{repeated}"""
+
+REPEATED_STEPS = """
+
+# Steps carried out more than once
+These steps were planned again after they were done, and carried out again; the last result \
+is below. Planning one of them once more ends the run as making no progress: plan only what is \
+still missing, or respond.
+{steps}"""
 
 CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
 Answer again by calling {expected} with valid arguments."""
@@ -87,6 +95,9 @@ Answer again by calling {expected} with valid arguments."""
 TEXT_CALL_CORRECTION = """Your last reply looks like a tool call written as text, and it was not \
 run: {problem}. To use a tool, call one of {tools} with a JSON object of arguments. When the \
 step is done, answer with a plain-text report instead."""
+
+REPLY_CUT_OFF = """the reply was cut off at the limit of {max_tokens} tokens before it was \
+complete; keep the next one brief and end it right after the tool call"""
 
 NOT_FINISHED = """The objective was not finished: the run stopped after {max_iterations} \
 execute–replan rounds, its limit.
@@ -97,8 +108,23 @@ What was done:
 Steps still planned:
 {plan}"""
 
+NO_PROGRESS = """The objective was not finished: the run stopped making progress. The replanner \
+planned the step "{step}" again after it had been carried out {times} times.
+
+What was done:
+{executed_steps}
+
+Steps still planned:
+{plan}"""
+
 STEP_UNFINISHED = """UNFINISHED: the step was stopped after {max_steps} model calls, before the \
 executor gave its final answer. Its last tool results:
+{progress}"""
+
+STEP_CUT_OFF = """UNFINISHED: the executor's reply was cut off at the limit of {max_tokens} \
+tokens, before it gave its final answer. What it had written:
+{text}
+Its last tool results:
 {progress}"""
 
 REVIEW_QUESTION = """Approve this plan? Answer "approve", "reject", or an edited list of steps \
@@ -121,11 +147,15 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "executor": frozenset(),
     "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
     "replanner": frozenset(),
-    "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks"}),
+    "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks", "repeated"}),
+    "repeated_steps": frozenset({"steps"}),
     "correction": frozenset({"problem", "sent", "expected"}),
     "text_call_correction": frozenset({"problem", "tools"}),
+    "reply_cut_off": frozenset({"max_tokens"}),
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
+    "no_progress": frozenset({"step", "times", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
+    "step_cut_off": frozenset({"max_tokens", "text", "progress"}),
     "review_question": frozenset({"plan"}),
     "rejected": frozenset({"reason"}),
     "plan_tool": frozenset(),
@@ -144,10 +174,14 @@ class Prompts:
     executor_task: str = EXECUTOR_TASK
     replanner: str = REPLANNER
     replanner_task: str = REPLANNER_TASK
+    repeated_steps: str = REPEATED_STEPS
     correction: str = CORRECTION
     text_call_correction: str = TEXT_CALL_CORRECTION
+    reply_cut_off: str = REPLY_CUT_OFF
     not_finished: str = NOT_FINISHED
+    no_progress: str = NO_PROGRESS
     step_unfinished: str = STEP_UNFINISHED
+    step_cut_off: str = STEP_CUT_OFF
     review_question: str = REVIEW_QUESTION
     rejected: str = REJECTED
     plan_tool: str = PLAN_TOOL

@@ -63,8 +63,13 @@ class PlanExecuteInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-StopReason = Literal["", "max_iterations"]
-"""Why a run ended without meeting its objective; "" when it did (or was rejected at review)."""
+StopReason = Literal["", "max_iterations", "no_progress"]
+"""Why a run ended without meeting its objective: its round limit, or a step planned again after
+it had been carried out twice (`repeated_step`); "" when it met it (or was rejected at review)."""
+
+NO_PROGRESS_TIMES = 2
+"""How many times a step may be carried out; a plan whose next wave holds it once more stops the
+run as making no progress."""
 
 
 class PlanExecuteOutput(TypedDict, total=False):
@@ -204,16 +209,56 @@ def steps_left(state: PlanExecuteState) -> list[PlannedStep]:
     return [step for step in state.get("plan", []) if step["id"] not in done]
 
 
-def replanner_briefing(state: PlanExecuteState) -> dict[str, str]:
+def step_key(text: str) -> str:
+    """What two step texts share when they name the same step: the words, in any case, whatever
+    the whitespace between them."""
+    return " ".join(text.split()).casefold()
+
+
+def times_done(executed: Sequence[ExecutedStep]) -> dict[str, tuple[int, ExecutedStep]]:
+    """For each step text (by `step_key`): how many times it was carried out, and its last run."""
+    counts: dict[str, tuple[int, ExecutedStep]] = {}
+    for done in executed:
+        key = step_key(done["step"])
+        counts[key] = (counts.get(key, (0, done))[0] + 1, done)
+    return counts
+
+
+def repeated_step(
+    wave: Sequence[PlannedStep], executed: Sequence[ExecutedStep]
+) -> tuple[str, int] | None:
+    """The first step of `wave` already carried out `NO_PROGRESS_TIMES` times, with that count."""
+    counts = times_done(executed)
+    for step in wave:
+        times = counts.get(step_key(step["step"]), (0, None))[0]
+        if times >= NO_PROGRESS_TIMES:
+            return step["step"], times
+    return None
+
+
+def format_repeated_steps(executed: Sequence[ExecutedStep], template: str) -> str:
+    """`template` listing the steps carried out more than once, each with its last result
+    (shortened), or "" when there are none."""
+    lines = [
+        f"- {last['step']} (carried out {times} times)\n"
+        f"   Last result: {_shorten(last['result'], REPLANNER_RESULT_CHARS)}"
+        for times, last in times_done(executed).values()
+        if times > 1
+    ]
+    return template.format(steps="\n".join(lines)) if lines else ""
+
+
+def replanner_briefing(state: PlanExecuteState, repeated_template: str) -> dict[str, str]:
     """The progress so far, as the replanner's prompt placeholders name it: every result, long
-    ones shortened, so the prompt grows linearly with the steps done."""
+    ones shortened, so the prompt grows linearly with the steps done, and the steps carried out
+    more than once (`repeated_template`, left out when there are none)."""
+    executed = state.get("executed_steps", [])
     return {
         "objective": objective_text(state["messages"]),
         "plan": format_plan(steps_left(state)),
-        "executed_steps": format_executed_steps(
-            state.get("executed_steps", []), limit=REPLANNER_RESULT_CHARS
-        ),
+        "executed_steps": format_executed_steps(executed, limit=REPLANNER_RESULT_CHARS),
         "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
+        "repeated": format_repeated_steps(executed, repeated_template),
     }
 
 

@@ -68,6 +68,9 @@ class Reply:
     call_ids: tuple[str | None, ...] = ()
     """Ids for `calls` as a broken server sends them (repeated, "" or None: left out);
     empty means distinct ids."""
+    finish_reason: str | None = None
+    """Why the reply ended, e.g. "length" for one cut off at its token limit; None: "stop", or
+    "tool_calls" for a reply with calls."""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -91,10 +94,17 @@ class Quirks:
     server does for models whose calls it does not parse: "fenced" (a ```json fence per
     call), "bare" (one JSON object per line) or "tagged" (`<tool_call>` tags, Qwen's way)."""
 
+    run_on: bool = False
+    """A small model that does not stop: after the scripted reply it writes whitespace until
+    the request's `max_tokens` (or `max_completion_tokens`), which ends it with finish_reason
+    "length"; without a limit it runs on to the end of its context (`RUN_ON_CONTEXT_TOKENS`)."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
         if self.calls_as_text is not None:
             reply = _calls_as_text(reply, self.calls_as_text)
+        if self.run_on:
+            reply = _run_on(body, reply)
         return reply
 
 
@@ -117,6 +127,20 @@ def _calls_as_text(reply: Reply, shape: CallsAsText) -> Reply:
         parts = ["\n".join(objects)]
     written = "\n\n".join([*([reply.content] if reply.content else []), *parts])
     return replace(reply, content=written, calls=(), call_ids=())
+
+
+RUN_ON_CONTEXT_TOKENS = 16384
+"""Where a reply that runs on without a token limit ends: the context size of a local server."""
+
+
+def _run_on(body: dict[str, Any], reply: Reply) -> Reply:
+    """`reply` run on with one newline per token up to the request's token limit."""
+    if reply.status != 200 or reply.body is not None:
+        return reply
+    limit = body.get("max_tokens") or body.get("max_completion_tokens") or RUN_ON_CONTEXT_TOKENS
+    written = len(_tokens(reply.content or "")) + sum(len(c.arguments) // 4 for c in reply.calls)
+    padding = "\n" * max(limit - written, 0)
+    return replace(reply, content=(reply.content or "") + padding, finish_reason="length")
 
 
 def text(content: str) -> Reply:
@@ -203,11 +227,20 @@ def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "tool_calls" if reply.calls else "stop",
+                "finish_reason": _finish_reason(reply),
             }
         ],
         "usage": _usage(),
     }
+
+
+def _finish_reason(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.calls else "stop")
+
+
+def _tokens(content: str) -> list[str]:
+    """`content` in the pieces a stream sends it in (roughly a token each)."""
+    return re.findall(r"\s*\S+|\s+", content)
 
 
 def _pieces(value: str, size: int) -> list[str]:
@@ -218,9 +251,9 @@ def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], 
     """The (delta, finish_reason) sequence OpenAI streams for `reply`."""
     if not reply.calls:
         yield {"role": "assistant", "content": "", "refusal": None}, None
-        for token in re.findall(r"\s*\S+|\s+", reply.content or ""):
+        for token in _tokens(reply.content or ""):
             yield {"content": token}, None
-        yield {}, "stop"
+        yield {}, _finish_reason(reply)
         return
     yield {"role": "assistant", "content": None, "refusal": None}, None
     for i, call in enumerate(reply.calls):
@@ -233,7 +266,9 @@ def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], 
         yield {"tool_calls": [head]}, None
         for piece in _pieces(call.arguments, 7):
             yield {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, None
-    yield {}, "tool_calls"
+    if reply.content:
+        yield {"content": reply.content}, None
+    yield {}, _finish_reason(reply)
 
 
 def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) -> Iterator[str]:

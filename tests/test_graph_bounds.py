@@ -14,11 +14,11 @@ from tests.fake_models import FakeChatModel, Mode, both_modes, call, plan, respo
 
 
 def _endless(rounds: int) -> FakeChatModel:
-    """A model that replans the same step for `rounds` rounds (and would go on)."""
+    """A model that replans one more step for `rounds` rounds (and would go on)."""
     return FakeChatModel(
         planner=[plan("keep going")],
         executor=[text("a bit done")] * rounds,
-        replanner=[plan("keep going")] * rounds,
+        replanner=[plan(f"keep going, part {i}") for i in range(2, rounds + 2)],
     )
 
 

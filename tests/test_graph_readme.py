@@ -20,7 +20,7 @@ def test_the_readme_example_runs(
     )
     built_for: list[Context] = []
 
-    def fake_factory(context: Context) -> FakeChatModel:
+    def fake_factory(context: Context, max_tokens: int) -> FakeChatModel:
         built_for.append(context)
         return fake
 

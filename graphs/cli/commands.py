@@ -34,6 +34,7 @@ from replan.graphs.context import (
     DEFAULT_TIMEOUT_SECONDS,
     MAX_BOUND,
     MAX_CONCURRENCY,
+    MAX_REPLY_TOKENS,
     REPLAN_MODES,
     Context,
 )
@@ -57,7 +58,7 @@ class ExitCode(IntEnum):
     OK = 0, "the run met its objective; the answer is on stdout"
     FAILED = 1, "the run failed: the model misbehaved past its retries, or an unexpected error"
     USAGE = 2, "usage error: bad option or objective, thread id in use, no plan awaiting approval"
-    MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable or still failing"
+    MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable, too slow or failing"
     AWAITING_APPROVAL = 4, "the plan waits for approval and there is no terminal to ask on"
     NO_SUCH_RUN = 5, "no such run: no database file, unknown thread id"
     NOT_FINISHED = 6, "the run ended without meeting its objective; its report is on stdout"
@@ -187,6 +188,19 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=_seconds,
         help=f"seconds to wait for one model request (default: {DEFAULT_TIMEOUT_SECONDS:g})",
+    )
+    group.add_argument(
+        "--decision-max-tokens",
+        type=_count(1, MAX_REPLY_TOKENS),
+        metavar="N",
+        help="most tokens in a planner or replanner reply "
+        f"(default: {_field_default('decision_max_tokens')})",
+    )
+    group.add_argument(
+        "--executor-max-tokens",
+        type=_count(1, MAX_REPLY_TOKENS),
+        metavar="N",
+        help=f"most tokens in an executor reply (default: {_field_default('executor_max_tokens')})",
     )
     group.add_argument(
         "--max-iterations",
