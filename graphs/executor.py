@@ -31,7 +31,6 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
@@ -54,6 +53,7 @@ from replan.graphs.state import (
 )
 from replan.graphs.steps import Call, Steps, dual_node
 from replan.graphs.task_merge import task_replay
+from replan.graphs.tool_offers import ToolOffers, chosen
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
 
@@ -92,21 +92,31 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
 
 
 class Executor:
-    """The `executor` node and the inner tool loop it runs for each step."""
+    """The `executor` node and the inner tool loop it runs for each step.
+
+    A loop and a system prompt are built once per tool offer (`Context.task_tools`); a run uses
+    the ones its context chose, so its `ToolNode` runs exactly the tools the model was offered.
+    """
 
     def __init__(
         self,
         model: BaseChatModel | None,
-        tools: Sequence[BaseTool],
+        offers: ToolOffers,
         prompts: Prompts,
         bounds: Bounds,
     ) -> None:
         self.model = model
-        self.tools = list(tools)
-        self.tool_specs = [convert_to_openai_tool(tool) for tool in self.tools]  # built once
+        self.offers = offers
         self.prompts = prompts
         self.bounds = bounds
-        self.loop = self.compile()
+        self.systems = {
+            choice: prompts.executor.format(
+                tools=offer.names,
+                task_tools=prompts.executor_task_tools if offer.has_task_tools else "",
+            )
+            for choice, offer in offers.items()
+        }
+        self.loops = {choice: self.compile(offer.tools) for choice, offer in offers.items()}
 
     def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Carry out one step with the tools and record its result (and task-list changes).
@@ -115,7 +125,8 @@ class Executor:
         """
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         brief = self.prompts.executor_task.format(**executor_briefing(run))
-        done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
+        loop = self.loops[chosen(runtime.context)]
+        done = yield Call(loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
         max_steps = self.bounds.for_run(runtime.context).executor_max_steps
         result, status = self.step_result(done["messages"], max_steps)
         executed: ExecutedStep = {
@@ -133,8 +144,11 @@ class Executor:
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
         call whose arguments are not valid JSON."""
-        chat = resolve_model(self.model, runtime.context).bind_tools(self.tool_specs)
-        conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
+        choice = chosen(runtime.context)
+        model = resolve_model(self.model, runtime.context)
+        specs = self.offers[choice].specs
+        chat = model.bind_tools(list(specs)) if specs else model  # never an empty `tools`
+        conversation = [SystemMessage(self.systems[choice]), *state["messages"]]
         reply = yield from ask_model(chat, conversation)
         return {
             "messages": [reply, *invalid_call_replies(reply)],
@@ -154,11 +168,12 @@ class Executor:
             return "tools"
         return "act" if reply.invalid_tool_calls else "__end__"
 
-    def compile(self) -> Runnable[Any, Any]:
-        """The compiled inner loop, with a recursion limit that fits the largest step budget."""
+    def compile(self, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
+        """The compiled inner loop over `tools`, with a recursion limit that fits the largest
+        step budget."""
         builder = StateGraph(ExecutorState, context_schema=Context)
         builder.add_node("act", dual_node(self.act))
-        builder.add_node("tools", ToolNode(self.tools))
+        builder.add_node("tools", ToolNode(list(tools)))
         builder.add_edge(START, "act")
         builder.add_conditional_edges("act", self.route)
         builder.add_edge("tools", "act")
