@@ -23,7 +23,7 @@ MAX_CONCURRENCY = 64
 
 ReplanMode = Literal["each_wave", "when_needed"]
 REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
-TaskToolsChoice = Literal["compact", "full", "none"]
+TaskToolsChoice = Literal["full", "compact", "none"]
 TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
 DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
 

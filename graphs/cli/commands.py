@@ -35,6 +35,7 @@ from replan.graphs.context import (
     MAX_BOUND,
     MAX_CONCURRENCY,
     REPLAN_MODES,
+    TASK_TOOLS_CHOICES,
     Context,
 )
 
@@ -208,6 +209,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--replan",
         choices=REPLAN_MODES,
         help="ask the replanner after each wave of steps (default) or only when needed",
+    )
+    group.add_argument(
+        "--task-tools",
+        choices=TASK_TOOLS_CHOICES,
+        help="the executor's task tools: short descriptions (default), full ones, or none",
     )
 
 

@@ -1,0 +1,166 @@
+"""Prompt weight: the size of the executor's first model request, for each `Context.task_tools`.
+
+On a CPU server every prompt token is paid before the first output token, and the task tools'
+schemas are most of the executor's first request. For each choice (`full`, `compact`, `none`)
+the script runs replan through `ChatOpenAI` against the scripted OpenAI-compatible server of the
+test suite and keeps the executor's first request as the server received it; the baseline is
+the executor of LangGraph's plan-and-execute tutorial (a ReAct agent with no tools, see
+`bench_plan_execute.py`) given the same plan.
+
+Offline it prints characters of the JSON request (all of it, and its `tools`). Given
+`--base-url` of a real OpenAI-compatible server, it also sends each kept request there with
+`max_tokens=1` and prints `usage.prompt_tokens` and the seconds that request took (a server
+that caches prompt prefixes, such as llama-server, answers a repeated head faster).
+
+Run: python benchmarks/prompt_weight.py [--language en|zh] [--user-tools N]
+     [--base-url http://127.0.0.1:8090/v1 --model qwen]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import BaseTool, tool
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # the tutorial's executor; the `tests` helpers
+
+from bench_plan_execute import tutorial_agent, tutorial_ask  # noqa: E402
+
+from replan.graphs.context import TASK_TOOLS_CHOICES, Context  # noqa: E402
+from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
+from replan.tools.task_descriptions import LANGUAGES, Language  # noqa: E402
+from tests import plan_execute_script as script  # noqa: E402
+from tests.scripted_openai import MODEL_ID, ScriptedOpenAIServer  # noqa: E402
+
+OBJECTIVE = "Compare three Python task queues and recommend one in 3 steps"
+TUTORIAL = "tutorial"
+"""Row name of the baseline: the tutorial's executor, no tools."""
+
+
+@tool
+def web_search(query: str) -> str:
+    """Search the web and return the top results as text."""
+    return f"(results for {query})"
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One kept request and, when a real server was asked, its prompt tokens and seconds."""
+
+    request: dict[str, Any]
+    tokens: int | None = None
+    seconds: float | None = None
+
+    @property
+    def chars(self) -> int:
+        """Characters of the request's JSON."""
+        return len(json.dumps(self.request, ensure_ascii=False))
+
+    @property
+    def tool_chars(self) -> int:
+        """Characters of its `tools` (0 without any)."""
+        return (
+            len(json.dumps(self.request["tools"], ensure_ascii=False))
+            if "tools" in self.request
+            else 0
+        )
+
+
+def _scripted_model(server: ScriptedOpenAIServer) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=MODEL_ID, base_url=server.base_url, api_key=SecretStr("scripted"), temperature=0
+    )
+
+
+def first_requests(language: Language, user_tools: Sequence[BaseTool]) -> dict[str, dict[str, Any]]:
+    """The executor's first request for each `task_tools` choice, and the tutorial's."""
+    kept: dict[str, dict[str, Any]] = {}
+    plan: list[str] = []
+    with ScriptedOpenAIServer(script.respond) as server:
+        graph = build_plan_execute_graph(_scripted_model(server), user_tools, language=language)
+        for choice in TASK_TOOLS_CHOICES:
+            seen = len(server.requests)
+            result = graph.invoke(
+                {"messages": [("user", OBJECTIVE)]}, context=Context(task_tools=choice)
+            )
+            plan = [done["step"] for done in result["executed_steps"]]
+            requests = server.requests[seen:]
+            kept[choice] = next(r for r in requests if script.classify(r).role == "executor")
+        seen = len(server.requests)
+        tutorial_agent(_scripted_model(server)).invoke({"messages": [("user", tutorial_ask(plan))]})
+        kept[TUTORIAL] = server.requests[seen]
+    return kept
+
+
+def count_tokens(base_url: str, model: str, request: dict[str, Any]) -> tuple[int, float]:
+    """Prompt tokens of `request` on a real server (a 1-token completion), and its seconds."""
+    body = {key: value for key, value in request.items() if key not in ("stream", "stream_options")}
+    body.update(model=model, max_tokens=1)
+    ask = urllib.request.Request(
+        base_url.rstrip("/") + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer local"},
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(ask, timeout=600) as answer:
+        usage = json.load(answer)["usage"]
+    return int(usage["prompt_tokens"]), time.perf_counter() - started
+
+
+def table(weights: dict[str, Weight]) -> str:
+    """The figures side by side, with ratios to the tutorial and to `full`."""
+    base, full = weights[TUTORIAL], weights["full"]
+    has_tokens = base.tokens is not None
+    head = f"{'executor':<10} {'JSON chars':>10} {'tools':>6} {'/tutorial':>9} {'/full':>6}"
+    if has_tokens:
+        head += f" {'tokens':>7} {'/tutorial':>9} {'/full':>6} {'seconds':>7}"
+    lines = [head]
+    for name, weight in weights.items():
+        line = (
+            f"{name:<10} {weight.chars:>10,} {weight.tool_chars:>6,} "
+            f"{'x' + format(weight.chars / base.chars, '.2f'):>9} "
+            f"{'x' + format(weight.chars / full.chars, '.2f'):>6}"
+        )
+        if weight.tokens is not None and base.tokens and full.tokens and weight.seconds:
+            line += (
+                f" {weight.tokens:>7,} {'x' + format(weight.tokens / base.tokens, '.2f'):>9} "
+                f"{'x' + format(weight.tokens / full.tokens, '.2f'):>6} {weight.seconds:>7.1f}"
+            )
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--language", choices=LANGUAGES, default="en")
+    parser.add_argument(
+        "--user-tools", type=int, choices=(0, 1), default=0, help="add one tool of the caller's"
+    )
+    parser.add_argument("--base-url", help="a real OpenAI-compatible server: count tokens there")
+    parser.add_argument("--model", default="qwen", help="model name on --base-url")
+    args = parser.parse_args(argv)
+    requests = first_requests(args.language, [web_search] * args.user_tools)
+    weights = {name: Weight(request) for name, request in requests.items()}
+    if args.base_url:
+        weights = {
+            name: Weight(w.request, *count_tokens(args.base_url, args.model, w.request))
+            for name, w in weights.items()
+        }
+    print(table(weights))
+    if not args.base_url:
+        print("(characters only: give --base-url of a real server for prompt tokens)")
+
+
+if __name__ == "__main__":
+    main()
