@@ -82,6 +82,12 @@ def test_compact_tools_validate_and_run_like_the_full_ones() -> None:
     assert "taskId" in problem.text  # validated by the full argument model, reported to the model
 
 
+def test_the_middleware_offers_the_detail_asked_for() -> None:
+    middleware = pytest.importorskip("replan.tools.task_middleware")
+    offered = middleware.TaskToolsMiddleware(language="zh", detail="compact").tools
+    assert [convert_to_openai_tool(t) for t in offered] == _specs("zh", "compact")
+
+
 def test_an_unknown_detail_is_refused() -> None:
     with pytest.raises(ValueError, match="detail must be one of full, compact"):
         task_tools(detail="tiny")  # type: ignore[arg-type]
