@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -103,19 +104,27 @@ def first_requests(language: Language, user_tools: Sequence[BaseTool]) -> dict[s
     return kept
 
 
+class ServerError(Exception):
+    """The real server did not answer a request with its prompt tokens."""
+
+
 def count_tokens(base_url: str, model: str, request: dict[str, Any]) -> tuple[int, float]:
     """Prompt tokens of `request` on a real server (a 1-token completion), and its seconds."""
     body = {key: value for key, value in request.items() if key not in ("stream", "stream_options")}
     body.update(model=model, max_tokens=1)
+    key = os.environ.get("OPENAI_API_KEY") or "local"
     ask = urllib.request.Request(
         base_url.rstrip("/") + "/chat/completions",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": "Bearer local"},
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
     )
     started = time.perf_counter()
-    with urllib.request.urlopen(ask, timeout=600) as answer:
-        usage = json.load(answer)["usage"]
-    return int(usage["prompt_tokens"]), time.perf_counter() - started
+    try:
+        with urllib.request.urlopen(ask, timeout=600) as answer:
+            tokens = int(json.load(answer)["usage"]["prompt_tokens"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ServerError(f"{base_url}: no prompt token count ({error!r})") from None
+    return tokens, time.perf_counter() - started
 
 
 def table(weights: dict[str, Weight]) -> str:
@@ -153,10 +162,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     requests = first_requests(args.language, [web_search] * args.user_tools)
     weights = {name: Weight(request) for name, request in requests.items()}
     if args.base_url:
-        weights = {
-            name: Weight(w.request, *count_tokens(args.base_url, args.model, w.request))
-            for name, w in weights.items()
-        }
+        try:
+            weights = {
+                name: Weight(w.request, *count_tokens(args.base_url, args.model, w.request))
+                for name, w in weights.items()
+            }
+        except ServerError as error:
+            sys.exit(f"prompt_weight: {error}")
     print(table(weights))
     if not args.base_url:
         print("(characters only: give --base-url of a real server for prompt tokens)")

@@ -200,3 +200,22 @@ def test_the_benchmark_runs_offline(
     assert chars["none"] < chars["compact"] <= 0.6 * chars["full"]
     assert rows["tutorial"][3] == "x1.00" and rows["full"][4] == "x1.00"
     assert "tokens" not in lines[0] and "characters only" in lines[-1]
+
+
+def test_the_benchmark_counts_tokens_with_a_one_token_request() -> None:
+    """The token path replays a kept request as is, asking for one token (the scripted
+    server's usage figures are not tokens; here they only show the count is read)."""
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "prompt_weight.py"))
+    kept = {"messages": [{"role": "user", "content": "hi"}], "tools": [], "stream": True}
+    with ScriptedOpenAIServer(script.respond) as server:
+        tokens, seconds = bench["count_tokens"](server.base_url, "local-model", kept)
+        (sent,) = server.requests
+    assert tokens == 10 and seconds > 0
+    assert sent == {
+        "messages": kept["messages"],
+        "tools": [],
+        "model": "local-model",
+        "max_tokens": 1,
+    }
+    with pytest.raises(bench["ServerError"], match="no prompt token count"):
+        bench["count_tokens"]("http://127.0.0.1:9/v1", "local-model", kept)
