@@ -7,13 +7,16 @@ test suite and keeps the executor's first request as the server received it; the
 the executor of LangGraph's plan-and-execute tutorial (a ReAct agent with no tools, see
 `bench_plan_execute.py`) given the same plan.
 
-Offline it prints characters of the JSON request (all of it, and its `tools`). Given
-`--base-url` of a real OpenAI-compatible server, it also sends each kept request there with
-`max_tokens=1` and prints `usage.prompt_tokens` and the seconds that request took (a server
-that caches prompt prefixes, such as llama-server, answers a repeated head faster).
+Offline it prints characters of the JSON request (all of it, and its `tools`). Prompt tokens
+come from one of:
+- `--base-url` of a real OpenAI-compatible server: each kept request is sent there with
+  `max_tokens=1`, and `usage.prompt_tokens` is printed with the seconds the request took (a
+  server that caches prompt prefixes, such as llama-server, answers a repeated head faster);
+- `--gguf MODEL.gguf`: the model's own tokenizer and chat template count them, offline, through
+  `gguf_tokens.py` run by `--gguf-python` (an interpreter with llama-cpp-python and jinja2).
 
 Run: python benchmarks/prompt_weight.py [--language en|zh] [--user-tools N]
-     [--base-url http://127.0.0.1:8090/v1 --model qwen]
+     [--base-url http://127.0.0.1:8090/v1 --model qwen | --gguf M.gguf --gguf-python PYTHON]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -127,13 +131,30 @@ def count_tokens(base_url: str, model: str, request: dict[str, Any]) -> tuple[in
     return tokens, time.perf_counter() - started
 
 
+def gguf_tokens(model: str, python: str, requests: list[dict[str, Any]]) -> list[int]:
+    """Prompt tokens of `requests` by the GGUF model's tokenizer and chat template."""
+    done = subprocess.run(
+        [python, str(HERE / "gguf_tokens.py"), model],
+        input=json.dumps(requests),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ServerError(f"{model}: no prompt token count ({last})")
+    counts: list[int] = json.loads(done.stdout)
+    return counts
+
+
 def table(weights: dict[str, Weight]) -> str:
     """The figures side by side, with ratios to the tutorial and to `full`."""
     base, full = weights[TUTORIAL], weights["full"]
     has_tokens = base.tokens is not None
     head = f"{'executor':<10} {'JSON chars':>10} {'tools':>6} {'/tutorial':>9} {'/full':>6}"
     if has_tokens:
-        head += f" {'tokens':>7} {'/tutorial':>9} {'/full':>6} {'seconds':>7}"
+        head += f" {'tokens':>7} {'/tutorial':>9} {'/full':>6}"
+        head += f" {'seconds':>7}" if base.seconds is not None else ""
     lines = [head]
     for name, weight in weights.items():
         line = (
@@ -141,11 +162,13 @@ def table(weights: dict[str, Weight]) -> str:
             f"{'x' + format(weight.chars / base.chars, '.2f'):>9} "
             f"{'x' + format(weight.chars / full.chars, '.2f'):>6}"
         )
-        if weight.tokens is not None and base.tokens and full.tokens and weight.seconds:
+        if weight.tokens is not None and base.tokens and full.tokens:
             line += (
                 f" {weight.tokens:>7,} {'x' + format(weight.tokens / base.tokens, '.2f'):>9} "
-                f"{'x' + format(weight.tokens / full.tokens, '.2f'):>6} {weight.seconds:>7.1f}"
+                f"{'x' + format(weight.tokens / full.tokens, '.2f'):>6}"
             )
+        if weight.seconds is not None:
+            line += f" {weight.seconds:>7.1f}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -158,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--base-url", help="a real OpenAI-compatible server: count tokens there")
     parser.add_argument("--model", default="qwen", help="model name on --base-url")
+    parser.add_argument("--gguf", help="count tokens offline with this GGUF model's tokenizer")
+    parser.add_argument(
+        "--gguf-python", default=sys.executable, help="interpreter with llama-cpp-python"
+    )
     args = parser.parse_args(argv)
     requests = first_requests(args.language, [web_search] * args.user_tools)
     weights = {name: Weight(request) for name, request in requests.items()}
@@ -169,9 +196,19 @@ def main(argv: Sequence[str] | None = None) -> None:
             }
         except ServerError as error:
             sys.exit(f"prompt_weight: {error}")
+    elif args.gguf:
+        try:
+            counts = gguf_tokens(args.gguf, args.gguf_python, list(requests.values()))
+        except ServerError as error:
+            sys.exit(f"prompt_weight: {error}")
+        weights = {
+            name: Weight(w.request, n) for (name, w), n in zip(weights.items(), counts, strict=True)
+        }
     print(table(weights))
-    if not args.base_url:
-        print("(characters only: give --base-url of a real server for prompt tokens)")
+    if args.gguf and not args.base_url:
+        print("(tokens by the model's tokenizer and chat template, counted offline)")
+    elif not args.base_url:
+        print("(characters only: give --base-url or --gguf for prompt tokens)")
 
 
 if __name__ == "__main__":
