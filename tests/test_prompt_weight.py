@@ -219,3 +219,10 @@ def test_the_benchmark_counts_tokens_with_a_one_token_request() -> None:
     }
     with pytest.raises(bench["ServerError"], match="no prompt token count"):
         bench["count_tokens"]("http://127.0.0.1:9/v1", "local-model", kept)
+
+
+def test_the_benchmark_reports_a_tokenizer_it_cannot_use(tmp_path: Path) -> None:
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "prompt_weight.py"))
+    missing = str(tmp_path / "missing.gguf")
+    with pytest.raises(bench["ServerError"], match="missing.gguf: no prompt token count"):
+        bench["gguf_tokens"](missing, sys.executable, [{"messages": []}])
