@@ -115,6 +115,19 @@ TUTORIAL_REPLANNER = (
 )
 
 
+def tutorial_agent(model: ChatOpenAI) -> Any:
+    """The tutorial's executor: a ReAct agent with no tools and a one-line prompt."""
+    with warnings.catch_warnings():  # the tutorial's agent; moved to `langchain` in v1
+        warnings.simplefilter("ignore", LangGraphDeprecationWarning)
+        return create_react_agent(model, [], prompt="You are a helpful assistant.")
+
+
+def tutorial_ask(plan: list[str]) -> str:
+    """What the tutorial's executor is told: the whole plan, then to carry out its first step."""
+    listing = "\n".join(f"{i}. {step}" for i, step in enumerate(plan, 1))
+    return f"The plan:\n{listing}\n\nCarry out step 1: {plan[0]}."
+
+
 def tutorial_graph(model: ChatOpenAI, checkpointer: Any) -> Any:
     """The plan-and-execute tutorial's graph: planner, a ReAct agent per step, replanner."""
     planner = ChatPromptTemplate.from_messages(
@@ -123,9 +136,7 @@ def tutorial_graph(model: ChatOpenAI, checkpointer: Any) -> Any:
     replanner = ChatPromptTemplate.from_template(TUTORIAL_REPLANNER) | model.with_structured_output(
         Act, method="function_calling"
     )
-    with warnings.catch_warnings():  # the tutorial's agent; moved to `langchain` in v1
-        warnings.simplefilter("ignore", LangGraphDeprecationWarning)
-        agent = create_react_agent(model, [], prompt="You are a helpful assistant.")
+    agent = tutorial_agent(model)
 
     async def plan_step(state: TutorialState) -> dict[str, Any]:
         plan = await planner.ainvoke({"messages": [("user", state["input"])]})
@@ -133,11 +144,8 @@ def tutorial_graph(model: ChatOpenAI, checkpointer: Any) -> Any:
         return {"plan": plan.steps}
 
     async def execute_step(state: TutorialState) -> dict[str, Any]:
-        listing = "\n".join(f"{i}. {step}" for i, step in enumerate(state["plan"], 1))
-        task = state["plan"][0]
-        ask = f"The plan:\n{listing}\n\nCarry out step 1: {task}."
-        done = await agent.ainvoke({"messages": [("user", ask)]})
-        return {"past_steps": [(task, done["messages"][-1].content)]}
+        done = await agent.ainvoke({"messages": [("user", tutorial_ask(state["plan"]))]})
+        return {"past_steps": [(state["plan"][0], done["messages"][-1].content)]}
 
     async def replan_step(state: TutorialState) -> dict[str, Any]:
         decision = await replanner.ainvoke(dict(state))

@@ -30,6 +30,9 @@ MAX_CONCURRENCY = 64
 
 ReplanMode = Literal["each_wave", "when_needed"]
 REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
+TaskToolsChoice = Literal["full", "compact", "none"]
+TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
+DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -48,7 +51,7 @@ def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND
 @dataclass(kw_only=True)
 class Context:
     """How to reach the chat model, how far a run may go, how many steps run at once, when the
-    replanner is asked, and whether a human approves the plan.
+    replanner is asked, whether a human approves the plan, and which task tools the executor has.
 
     Model settings apply only when the graph builds its own `ChatOpenAI` (no `model=` was given
     to `build_plan_execute_graph`). Unset model fields default from the environment; unset
@@ -142,6 +145,14 @@ class Context:
             "or failed, or max_iterations is reached."
         },
     )
+    task_tools: TaskToolsChoice = field(
+        default=DEFAULT_TASK_TOOLS,
+        metadata={
+            "description": "How the executor is offered the four task tools: 'compact' (short "
+            "descriptions), 'full' (long ones, with advice on planning with tasks: about twice "
+            "the prompt), or 'none' (left out, and out of the planner's tool list)."
+        },
+    )
 
     recover_text_calls: bool = field(
         default=True,
@@ -175,6 +186,11 @@ class Context:
         if self.replan not in REPLAN_MODES:
             raise ValueError(
                 f"replan must be one of {', '.join(REPLAN_MODES)}, not {self.replan!r}"
+            )
+        if self.task_tools not in TASK_TOOLS_CHOICES:
+            raise ValueError(
+                f"task_tools must be one of {', '.join(TASK_TOOLS_CHOICES)}, "
+                f"not {self.task_tools!r}"
             )
 
     def settings(self) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
@@ -59,7 +58,8 @@ from replan.graphs.state import (
 )
 from replan.graphs.steps import Call, Steps, dual_node
 from replan.graphs.task_merge import task_replay
-from replan.graphs.text_calls import OfferedTools, recovered_calls, text_call_problem
+from replan.graphs.text_calls import recovered_calls, text_call_problem
+from replan.graphs.tool_offers import ToolOffers, chosen
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
 
@@ -98,22 +98,31 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
 
 
 class Executor:
-    """The `executor` node and the inner tool loop it runs for each step."""
+    """The `executor` node and the inner tool loop it runs for each step.
+
+    A loop and a system prompt are built once per tool offer (`Context.task_tools`); a run uses
+    the ones its context chose, so its `ToolNode` runs exactly the tools the model was offered.
+    """
 
     def __init__(
         self,
         model: BaseChatModel | None,
-        tools: Sequence[BaseTool],
+        offers: ToolOffers,
         prompts: Prompts,
         bounds: Bounds,
     ) -> None:
         self.model = model
-        self.tools = list(tools)
-        self.tool_specs = [convert_to_openai_tool(tool) for tool in self.tools]  # built once
-        self.offered = OfferedTools.of(tool.name for tool in self.tools)
+        self.offers = offers
         self.prompts = prompts
         self.bounds = bounds
-        self.loop = self.compile()
+        self.systems = {
+            choice: prompts.executor.format(
+                tools=offer.names,
+                task_tools=prompts.executor_task_tools if offer.has_task_tools else "",
+            )
+            for choice, offer in offers.items()
+        }
+        self.loops = {choice: self.compile(offer.tools) for choice, offer in offers.items()}
 
     def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Carry out one step with the tools and record its result (and task-list changes).
@@ -122,7 +131,8 @@ class Executor:
         """
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         brief = self.prompts.executor_task.format(**executor_briefing(run))
-        done = yield Call(self.loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
+        loop = self.loops[chosen(runtime.context)]
+        done = yield Call(loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
         context = runtime.context or Context()
         max_steps = self.bounds.for_run(context).executor_max_steps
         result, status = self.step_result(done["messages"], max_steps, context.executor_max_tokens)
@@ -146,13 +156,14 @@ class Executor:
         call whose arguments are not valid JSON, or a correction when its text looks like a
         tool call that could not be read."""
         context = runtime.context or Context()
+        offer = self.offers[chosen(context)]
         model = resolve_model(self.model, context, context.executor_max_tokens)
-        chat = model.bind_tools(self.tool_specs)
-        conversation = [SystemMessage(self.prompts.executor), *state["messages"]]
-        reply = yield from ask_model(chat, conversation, self.offered)
+        chat = model.bind_tools(list(offer.specs)) if offer.specs else model  # no empty `tools`
+        conversation = [SystemMessage(self.systems[chosen(context)]), *state["messages"]]
+        reply = yield from ask_model(chat, conversation, offer.offered)
         corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
-        if context.recover_text_calls and (problem := text_call_problem(reply, self.offered)):
-            tools = ", ".join(f"`{name}`" for name in sorted(self.offered.names))
+        if context.recover_text_calls and (problem := text_call_problem(reply, offer.offered)):
+            tools = ", ".join(f"`{name}`" for name in sorted(offer.offered.names))
             corrections.append(
                 HumanMessage(self.prompts.text_call_correction.format(problem=problem, tools=tools))
             )
@@ -174,11 +185,12 @@ class Executor:
             return "tools"
         return "__end__" if isinstance(state["messages"][-1], AIMessage) else "act"
 
-    def compile(self) -> Runnable[Any, Any]:
-        """The compiled inner loop, with a recursion limit that fits the largest step budget."""
+    def compile(self, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
+        """The compiled inner loop over `tools`, with a recursion limit that fits the largest
+        step budget."""
         builder = StateGraph(ExecutorState, context_schema=Context)
         builder.add_node("act", dual_node(self.act))
-        builder.add_node("tools", ToolNode(self.tools))
+        builder.add_node("tools", ToolNode(list(tools)))
         builder.add_edge(START, "act")
         builder.add_conditional_edges("act", self.route)
         builder.add_edge("tools", "act")

@@ -39,8 +39,9 @@ from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.review import PlanReviewNode
 from replan.graphs.state import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from replan.graphs.steps import dual_node
+from replan.graphs.tool_offers import tool_offers
 from replan.tools.task_descriptions import Language, check_language
-from replan.tools.task_tools import TASK_TOOL_NAMES, task_tools
+from replan.tools.task_tools import TASK_TOOL_NAMES
 
 GRAPH_NAME = "plan_execute"
 RECURSION_LIMIT = 2 * MAX_BOUND + 10
@@ -134,7 +135,8 @@ def build_plan_execute_graph(
     Args:
         model: Any LangChain chat model with tool calling. When None, each run builds a
             `ChatOpenAI` from its `Context` (model name, base URL, temperature, retries).
-        tools: The caller's tools for the executor; the four task tools are always added.
+        tools: The caller's tools for the executor; the four task tools are added unless a
+            run's `Context.task_tools` is "none" (each run picks "compact", "full" or "none").
             Names must be unique, accepted by the OpenAI API and not a task tool's name.
         checkpointer: Saver for persistence, resume and the plan approval pause.
         max_iterations: Default most execute→replan rounds (a run's `Context` may set its
@@ -155,9 +157,9 @@ def build_plan_execute_graph(
         executor_max_steps=executor_max_steps,
         mistake_retries=mistake_retries,
     )
-    all_tools = [*check_tools(tools), *task_tools(language=language)]
-    planner = Planner(model, all_tools, texts, bounds)
-    executor = Executor(model, all_tools, texts, bounds)
+    offers = tool_offers(check_tools(tools), language)
+    planner = Planner(model, offers, texts, bounds)
+    executor = Executor(model, offers, texts, bounds)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,

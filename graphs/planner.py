@@ -22,7 +22,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -44,6 +43,7 @@ from replan.graphs.state import (
 )
 from replan.graphs.steps import Steps
 from replan.graphs.text_calls import OfferedTools, recovered_calls
+from replan.graphs.tool_offers import ToolOffers, chosen
 from replan.tools.arguments import validation_problems
 
 SENT_PREVIEW_CHARS = 300
@@ -316,17 +316,18 @@ def decide(
 
 
 class Planner:
-    """The `planner` and `replanner` nodes, sharing the model, the tool list and the prompts."""
+    """The `planner` and `replanner` nodes, sharing the model, the tool offers (the planner lists
+    the tools the run's executor gets) and the prompts."""
 
     def __init__(
         self,
         model: BaseChatModel | None,
-        tools: Sequence[BaseTool],
+        offers: ToolOffers,
         prompts: Prompts,
         bounds: Bounds,
     ) -> None:
         self.model = model
-        self.tools = list(tools)
+        self.offers = offers
         self.prompts = prompts
         self.bounds = bounds
         self.plan_tool = plan_tool(prompts)
@@ -335,8 +336,8 @@ class Planner:
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
         require_objective(state)
-        tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
-        system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
+        tool_list = self.offers[chosen(runtime.context)].listing  # the executor's tools
+        system = SystemMessage(self.prompts.planner.format(tools=tool_list))
         context = runtime.context or Context()
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),

@@ -35,11 +35,16 @@ FAILED_PREFIX = "FAILED:"
 
 EXECUTOR = f"""You carry out one step of a larger plan, carefully and completely.
 
-Use the tools when they help; the task tools (TaskCreate, TaskGet, TaskUpdate, TaskList) keep a \
-task list shared with the other steps, some of which may be running at the same time as yours. \
+Tools you can call: {{tools}}. Beyond them you can only reason and write: never report as done \
+an action that needs a tool you do not have; say what you could not do instead.{{task_tools}}
+
 Do only the step you are given. When it is done, answer with a plain-text report of what you \
 did and what you found: that report is all the later steps will see of your work. If the step \
 cannot be done, start the report with "{FAILED_PREFIX}" and say why."""
+
+EXECUTOR_TASK_TOOLS = """ The task tools keep a task list shared with the other steps, some of \
+which may be running at the same time as yours."""
+"""What `EXECUTOR` says in `{task_tools}` when the run offers the task tools (else nothing)."""
 
 EXECUTOR_TASK = """# Objective
 {objective}
@@ -144,7 +149,8 @@ RESPOND_RESPONSE = "The complete answer for the user."
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "planner": frozenset({"tools"}),
-    "executor": frozenset(),
+    "executor": frozenset({"tools", "task_tools"}),
+    "executor_task_tools": frozenset(),
     "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
     "replanner": frozenset(),
     "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks", "repeated"}),
@@ -171,6 +177,7 @@ class Prompts:
 
     planner: str = PLANNER
     executor: str = EXECUTOR
+    executor_task_tools: str = EXECUTOR_TASK_TOOLS
     executor_task: str = EXECUTOR_TASK
     replanner: str = REPLANNER
     replanner_task: str = REPLANNER_TASK

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[Language, ...] = ("en", "zh")
+Detail = Literal["full", "compact"]
+"""How much the model reads about the task tools: "full" (when to plan with tasks, how to write
+them, examples) or "compact" (the same tools and arguments, about a third of the text)."""
+DETAILS: tuple[Detail, ...] = get_args(Detail)
 
 
 def check_language(language: object) -> Language:
@@ -103,6 +107,53 @@ FIELD_DESCRIPTIONS: dict[Language, dict[str, str]] = {
         "owner": "负责该任务的智能体或人员名称。",
     },
 }
+
+COMPACT_TOOL_DESCRIPTIONS: dict[Language, dict[str, str]] = {
+    "en": {
+        "TaskCreate": "Add a pending task to the shared task list; returns its ID.",
+        "TaskGet": "Show one task in full.",
+        "TaskUpdate": "Change one task; arguments left out stay as they are.",
+        "TaskList": "List all tasks: ID, status, subject, owner, open blockers.",
+    },
+    "zh": {
+        "TaskCreate": "向共享任务列表新增一个 pending 任务，返回其 ID。",
+        "TaskGet": "查看一个任务的全部信息。",
+        "TaskUpdate": "修改一个任务；未给出的参数保持不变。",
+        "TaskList": "列出所有任务：ID、状态、标题、负责人、未完成的前置任务。",
+    },
+}
+"""Short tool descriptions for small prompts (`Detail` "compact"): what each tool does."""
+
+COMPACT_FIELD_DESCRIPTIONS: dict[Language, dict[str, str]] = {
+    "en": {
+        "subject": "Short imperative title.",
+        "description": "What to do and how to tell it is done.",
+        "activeForm": "Label shown while it runs.",
+        "metadata": "Keys to merge in; null removes a key.",
+        "taskId": "",
+        "new_subject": "",
+        "new_description": "",
+        "status": "deleted removes the task.",
+        "addBlocks": "Tasks that wait for this one.",
+        "addBlockedBy": "Tasks this one waits for.",
+        "owner": "",
+    },
+    "zh": {
+        "subject": "简短的祈使句标题。",
+        "description": "要做什么、如何判断完成。",
+        "activeForm": "进行中时显示的描述。",
+        "metadata": "合并的键值；null 删除该键。",
+        "taskId": "",
+        "new_subject": "",
+        "new_description": "",
+        "status": "deleted 表示删除任务。",
+        "addBlocks": "等待本任务完成的任务。",
+        "addBlockedBy": "本任务要等待的任务。",
+        "owner": "",
+    },
+}
+"""Short argument descriptions that go with `COMPACT_TOOL_DESCRIPTIONS`; none ("") where the
+argument's name and type say it all."""
 
 TASK_LIST_PROMPT: dict[Language, str] = {
     "en": (

@@ -32,7 +32,7 @@ from langchain_core.messages import SystemMessage
 from replan.state.task_store import TaskStore, open_task_store
 from replan.state.task_views import format_task_overview
 from replan.state.tasks import TaskContext
-from replan.tools.task_descriptions import TASK_LIST_PROMPT, Language
+from replan.tools.task_descriptions import TASK_LIST_PROMPT, Detail, Language
 from replan.tools.task_state import as_task_context, update_task_context
 from replan.tools.task_tools import TASKS_KEY, task_tools
 
@@ -59,6 +59,7 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
             `FileTaskStore` or folder path, a `PostgresTaskStore` or `postgresql://` URL).
         clear_when_all_completed: clear the list when an update completes the last open task.
         tasks_in_prompt: the most task lines the system prompt shows.
+        detail: "full" or "compact" tool descriptions (see `task_tools`).
     """
 
     state_schema = TaskToolsState
@@ -70,6 +71,7 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
         store: TaskStore | str | os.PathLike[str] | None = None,
         clear_when_all_completed: bool = True,
         tasks_in_prompt: int = DEFAULT_TASKS_IN_PROMPT,
+        detail: Detail = "full",
     ) -> None:
         super().__init__()
         if tasks_in_prompt < 0:
@@ -80,7 +82,10 @@ class TaskToolsMiddleware(AgentMiddleware[TaskToolsState, Any, Any]):
         self.language = language
         self.tasks_in_prompt = tasks_in_prompt
         self.tools = task_tools(
-            language=language, store=store, clear_when_all_completed=clear_when_all_completed
+            language=language,
+            store=store,
+            clear_when_all_completed=clear_when_all_completed,
+            detail=detail,
         )
 
     def current_tasks(self, state: AgentState[Any]) -> TaskContext:

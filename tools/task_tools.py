@@ -29,6 +29,8 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
+from langchain_core.tools.base import ArgsSchema
+from langchain_core.utils.json_schema import dereference_refs
 from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 from pydantic import (
@@ -50,9 +52,13 @@ from replan.state.task_views import (
 from replan.state.tasks import TaskContext, TaskError, UpdateStatus
 from replan.tools.arguments import explain_validation_error
 from replan.tools.task_descriptions import (
+    COMPACT_FIELD_DESCRIPTIONS,
+    COMPACT_TOOL_DESCRIPTIONS,
+    DETAILS,
     FIELD_DESCRIPTIONS,
     LANGUAGES,
     TOOL_DESCRIPTIONS,
+    Detail,
     Language,
 )
 from replan.tools.task_state import as_task_context
@@ -126,6 +132,48 @@ def _args_schema(name: str, language: Language, *, injected: bool) -> type[BaseM
 
 
 _PLAIN_SCHEMAS = {name: _args_schema(name, "en", injected=False) for name in TASK_TOOL_NAMES}
+_NOT_SHOWN = frozenset({"default", "description", "title"})
+
+
+def _compact_argument(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """One argument's JSON schema without what the model does not need to read: the null
+    alternative and null default of an optional argument, titles, `additionalProperties: true`,
+    and the description when there is none to give."""
+    options = [option for option in schema.get("anyOf", [schema]) if option != {"type": "null"}]
+    kind = options[0] if len(options) == 1 else {"anyOf": options}
+    shown = {
+        key: value
+        for key, value in kind.items()
+        if key not in _NOT_SHOWN and (key, value) != ("additionalProperties", True)
+    }
+    return {**shown, "description": description} if description else shown
+
+
+def _compact_schema(name: str, language: Language) -> dict[str, Any]:
+    """The argument schema the model sees of a compact tool: same arguments, types and required
+    ones as the full schema, with short descriptions."""
+    full = dereference_refs(_PLAIN_SCHEMAS[name].model_json_schema())
+    says = COMPACT_FIELD_DESCRIPTIONS[language]
+    properties = {
+        arg: _compact_argument(full["properties"][arg], says[key])
+        for arg, (_, _, key) in _ARGUMENTS[name].items()
+    }
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if full.get("required"):
+        schema["required"] = full["required"]
+    return schema
+
+
+class CompactTaskTool(StructuredTool):
+    """A task tool that shows the model `call_schema`, a smaller JSON schema than the argument
+    model it validates calls with (which stays the full tool's)."""
+
+    call_schema: dict[str, Any]
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The schema offered to the model."""
+        return self.call_schema
 
 
 def run_task_call(
@@ -203,6 +251,7 @@ def task_tools(
     language: Language = "en",
     store: TaskStore | str | os.PathLike[str] | None = None,
     clear_when_all_completed: bool = True,
+    detail: Detail = "full",
 ) -> list[BaseTool]:
     """The four task tools.
 
@@ -212,22 +261,32 @@ def task_tools(
             by several agents or processes: a `FileTaskStore` or folder path, a
             `PostgresTaskStore` or `postgresql://` URL (needs `pip install "replan[postgres]"`).
         clear_when_all_completed: clear the list when an update completes the last open task.
+        detail: "full" (default) describes the tools at length, with advice and examples;
+            "compact" offers the same tools and arguments in about a third of the prompt.
     """
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+    if detail not in DETAILS:
+        raise ValueError(f"detail must be one of {', '.join(DETAILS)}, not {detail!r}")
     shared = open_task_store(store) if store is not None else None
     settings = {"clear_when_all_completed": clear_when_all_completed}
 
     def build(name: str) -> BaseTool:
         func = _store_tool(name, shared, settings) if shared else _state_tool(name, settings)
-        return StructuredTool.from_function(
-            func=func,
-            name=name,
-            description=TOOL_DESCRIPTIONS[language][name],
-            args_schema=_args_schema(name, language, injected=shared is None),
-            handle_tool_error=True,
-            handle_validation_error=explain_validation_error,
-        )
+        common: dict[str, Any] = {
+            "func": func,
+            "name": name,
+            "args_schema": _args_schema(name, language, injected=shared is None),
+            "handle_tool_error": True,
+            "handle_validation_error": explain_validation_error,
+        }
+        if detail == "compact":
+            return CompactTaskTool.from_function(
+                description=COMPACT_TOOL_DESCRIPTIONS[language][name],
+                call_schema=_compact_schema(name, language),
+                **common,
+            )
+        return StructuredTool.from_function(description=TOOL_DESCRIPTIONS[language][name], **common)
 
     return [build(name) for name in TASK_TOOL_NAMES]
 

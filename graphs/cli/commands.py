@@ -36,6 +36,7 @@ from replan.graphs.context import (
     MAX_CONCURRENCY,
     MAX_REPLY_TOKENS,
     REPLAN_MODES,
+    TASK_TOOLS_CHOICES,
     Context,
 )
 
@@ -229,6 +230,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         default=None,
         help="do not read tool calls that the model wrote as text (default: read them)",
+    )
+    group.add_argument(
+        "--task-tools",
+        choices=TASK_TOOLS_CHOICES,
+        help="the executor's task tools: short descriptions (default), full ones, or none",
     )
 
 
