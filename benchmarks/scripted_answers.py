@@ -48,6 +48,11 @@ def _first_param(request: dict[str, Any], tool: str, default: str) -> str:
     return default
 
 
+_REPORT_END = r"""['"][)\],]|; \[|$"""
+"""Where a report ends in a prompt: the end of a quoted string (the tutorial shows results in
+a Python list), the next report copied into a step, or the end of the line."""
+
+
 def marker(objective: Objective, key: str) -> str:
     """The tag a step's report carries."""
     return f"[{objective.name}/{key}]"
@@ -62,7 +67,7 @@ def results_in(objective: Objective, prompt: str) -> dict[str, str]:
     found = {}
     for key in objective.script.steps:
         tag = re.escape(marker(objective, key))
-        match = re.search(rf"((?:{FAILED} )?){tag} (.*?)(?=['\"]\)|$)", prompt, re.MULTILINE)
+        match = re.search(rf"((?:{FAILED} )?){tag} (.*?)(?={_REPORT_END})", prompt, re.MULTILINE)
         if match:
             found[key] = match[1] + match[2]
     return found
