@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import ToolException
 
@@ -211,20 +212,20 @@ def test_scripted_replanner_reads_reports_from_both_designs_prompts() -> None:
     assert results_in(objective, replan) == {"total": "1 + 2 = 3"}
 
 
-def _reply(usage: dict[str, int] | None) -> LLMResult:
-    message = AIMessage(
-        "ok",
-        response_metadata={"model_name": "m"},
-        usage_metadata=usage and {**usage, "total_tokens": sum(usage.values())},  # type: ignore[typeddict-item]
+def _reply(tokens: tuple[int, int] | None) -> LLMResult:
+    """A model reply reporting (input, output) tokens, or no usage."""
+    usage = tokens and UsageMetadata(
+        input_tokens=tokens[0], output_tokens=tokens[1], total_tokens=sum(tokens)
     )
+    message = AIMessage("ok", response_metadata={"model_name": "m"}, usage_metadata=usage)
     return LLMResult(generations=[[ChatGeneration(message=message)]])
 
 
 def test_tokens_are_unknown_unless_every_reply_reported_them() -> None:
     meter = Meter()
     assert meter.tokens("input_tokens") is None  # no reply at all
-    meter.on_llm_end(_reply({"input_tokens": 7, "output_tokens": 3}))
-    meter.on_llm_end(_reply({"input_tokens": 5, "output_tokens": 1}))
+    meter.on_llm_end(_reply((7, 3)))
+    meter.on_llm_end(_reply((5, 1)))
     assert (meter.tokens("input_tokens"), meter.tokens("output_tokens")) == (12, 4)
     meter.on_llm_end(_reply(None))
     assert meter.tokens("input_tokens") is None and meter.tokens("output_tokens") is None
