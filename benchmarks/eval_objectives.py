@@ -99,6 +99,7 @@ class Run:
     counters: dict[str, int]
     wall: float
     error: str = ""
+    """Why the run ended without an answer to check (exception, timeout, stop_reason)."""
 
 
 class Meter(UsageMetadataCallbackHandler):
@@ -202,6 +203,8 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
             error = _one_line(exc)
         wall = time.perf_counter() - started
         state = (await graph.aget_state(config)).values
+        if not error and state.get("stop_reason"):  # replan's answer lists what was done
+            error = f"stopped: {state['stop_reason']}"
         tasks = store.read() if store is not None else state.get("tasks_context", TaskContext())
         outcome = Outcome(str(state.get("response", "")), tasks, kit)
         solved = not error and objective.check(outcome)

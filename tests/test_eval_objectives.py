@@ -97,6 +97,15 @@ def test_a_run_that_times_out_is_unsolved_with_the_reason(
     assert "total             replan          0/1" in out.out
 
 
+def test_a_run_stopped_by_its_bounds_is_unsolved(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--objective", "unit_chain", "--design", "when_needed", "--max-iterations", "1"]
+    assert main([*argv, "--json"]) == 1
+    out = capsys.readouterr()
+    (run,) = json.loads(out.out)["runs"]
+    assert (run["solved"], run["error"]) == (False, "stopped: max_iterations")
+    assert "unit_chain / when_needed: NOT solved (stopped: max_iterations)" in out.err
+
+
 def test_catalogue_checker(tmp_path: Path) -> None:
     assert check_catalogue(outcome(tmp_path, "The three cost 84.60 EUR together."))
     assert not check_catalogue(outcome(tmp_path, "The three cost 84.50 EUR together."))
