@@ -64,11 +64,12 @@ DESIGNS = ("replan", "when_needed", "tutorial")
 WAVE_NODES = {"replan": EXECUTOR, "when_needed": EXECUTOR, "tutorial": "agent"}
 """The node that carries out one plan step, in each design."""
 COUNTERS = {
-    "mistakes": "corrected_mistakes",
-    "text calls": "recovered_text_calls",
+    "corrected_mistakes": "mistakes",
+    "recovered_text_calls": "text calls",
     "fallbacks": "fallbacks",
 }
-"""Table column -> the key of replan's final state that counts it (0 when the state has none)."""
+"""The keys of replan's final state that count events (0 when the state has none; a list counts
+its items) -> the table's column."""
 MAX_ITERATIONS = 8
 EXECUTOR_MAX_STEPS = 8
 REQUEST_TIMEOUT = 120.0
@@ -216,7 +217,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
         input_tokens=meter.tokens("input_tokens"),
         output_tokens=meter.tokens("output_tokens"),
         widest_wave=widest,
-        counters={column: _count(state.get(key, 0)) for column, key in COUNTERS.items()},
+        counters={key: _count(state.get(key, 0)) for key in COUNTERS},
         wall=wall,
         error=error,
     )
@@ -252,8 +253,8 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
         total.model_calls += run.model_calls
         total.input_tokens = _plus(total.input_tokens, run.input_tokens)
         total.output_tokens = _plus(total.output_tokens, run.output_tokens)
-        for column, value in run.counters.items():
-            total.counters[column] += value
+        for key, value in run.counters.items():
+            total.counters[key] += value
         total.wall += run.wall
     return by_design
 
@@ -293,7 +294,7 @@ COLUMNS = (
     ("in tok", 8),
     ("out tok", 8),
     ("wave", 5),
-    *((column, 11) for column in COUNTERS),
+    *((column, 11) for column in COUNTERS.values()),
     ("wall s", 8),
 )
 
@@ -344,7 +345,7 @@ def table(runs: Sequence[Run]) -> str:
         )
     for name, row in ratios(by_design).items():
         figures = ", ".join(
-            f"{field_} x{value:.2f}" if value is not None else f"{field_} unknown"
+            f"{field_} x{value:.2f}" if value is not None else f"{field_} n/a"
             for field_, value in row.items()
         )
         lines.append(f"{name}: {figures}")

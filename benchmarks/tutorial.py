@@ -88,7 +88,8 @@ def tutorial_graph(
 
     async def plan_step(state: TutorialState) -> dict[str, Any]:
         plan = await planner.ainvoke({"messages": [("user", state["input"])]})
-        assert isinstance(plan, Plan)
+        if not isinstance(plan, Plan):
+            raise ValueError("planner: the model's reply held no Plan call")
         return {"plan": plan.steps}
 
     async def execute_step(state: TutorialState) -> dict[str, Any]:
@@ -97,7 +98,8 @@ def tutorial_graph(
 
     async def replan_step(state: TutorialState) -> dict[str, Any]:
         decision = await replanner.ainvoke(dict(state))
-        assert isinstance(decision, Act)
+        if not isinstance(decision, Act):
+            raise ValueError("replanner: the model's reply held no Act call")
         if isinstance(decision.action, Response):
             return {"response": decision.action.response}
         return {"plan": decision.action.steps}
