@@ -27,6 +27,8 @@ from replan.tools.plan_tools import plan_tools
 
 CATALOGUE = {"kettle": 24.90, "toaster": 31.50, "blender": 28.20}
 """Prices in EUR."""
+MILES = 5
+"""The distance the unit chain converts."""
 UNIT_FACTORS = {("mi", "km"): 1.609344, ("km", "m"): 1000.0, ("m", "ft"): 1 / 0.3048}
 UNIT_NAMES = {
     "mi": "mi", "mile": "mi", "miles": "mi",
@@ -35,6 +37,8 @@ UNIT_NAMES = {
     "ft": "ft", "foot": "ft", "feet": "ft",
 }  # fmt: skip
 RATES_TO_EUR = {"USD": 0.92, "GBP": 1.17}
+TICKETS = {"USD": 120, "GBP": 100}
+"""The price of the same ticket on two sites, in the site's currency."""
 BUSY_HOURS = {"ana": (9, 10, 13), "ben": (9, 11, 12)}
 """Monday's busy hours (each a whole hour starting then) of the people in the calendar."""
 WORKDAY = range(9, 17)
@@ -197,8 +201,8 @@ def check_catalogue(outcome: Outcome) -> bool:
 
 
 def check_units(outcome: Outcome) -> bool:
-    """5 miles in feet, to the nearest foot."""
-    feet = 5 * UNIT_FACTORS["mi", "km"] * UNIT_FACTORS["km", "m"] * UNIT_FACTORS["m", "ft"]
+    """`MILES` in feet, to the nearest foot."""
+    feet = MILES * UNIT_FACTORS["mi", "km"] * UNIT_FACTORS["km", "m"] * UNIT_FACTORS["m", "ft"]
     return mentions(outcome.response, round(feet), 0.5)
 
 
@@ -251,9 +255,6 @@ def check_tickets(outcome: Outcome) -> bool:
         and named[-1].upper() == cheapest
         and all(mentions(outcome.response, price, 0.01) for price in prices.values())
     )
-
-
-TICKETS = {"USD": 120, "GBP": 100}
 
 
 def first_common_free_hour() -> int:
@@ -417,14 +418,15 @@ SUITE: tuple[Objective, ...] = (
     ),
     Objective(
         "unit_chain",
-        "Convert 5 miles to feet with the converter, one unit at a time (miles to kilometres, "
-        "kilometres to metres, metres to feet), and give the result to the nearest foot.",
+        f"Convert {MILES} miles to feet with the converter, one unit at a time (miles to "
+        "kilometres, kilometres to metres, metres to feet), and give the result to the nearest "
+        "foot.",
         ("convert",),
         check_units,
         Scripted(
             {
-                "km": Step("Convert 5 miles to kilometres", (), once(
-                    "convert", {"value": 5, "from_unit": "mi", "to_unit": "km"}
+                "km": Step(f"Convert {MILES} miles to kilometres", (), once(
+                    "convert", {"value": MILES, "from_unit": "mi", "to_unit": "km"}
                 )),
                 "m": Step("Convert the kilometres to metres", ("km",), _convert_found("km", "m")),
                 "ft": Step("Convert the metres to feet", ("m",), _convert_found("m", "ft")),
@@ -496,8 +498,10 @@ SUITE: tuple[Objective, ...] = (
     ),
     Objective(
         "cheaper_ticket",
-        "A ticket costs 120 USD on one site and 100 GBP on another. Look up both exchange rates "
-        "to EUR, give both prices in EUR and end with a line 'Cheaper: USD' or 'Cheaper: GBP'.",
+        "A ticket costs {} on one site and {} on another. Look up both exchange rates to EUR, "
+        "give both prices in EUR and end with a line 'Cheaper: USD' or 'Cheaper: GBP'.".format(
+            *(f"{amount} {code}" for code, amount in TICKETS.items())
+        ),
         ("exchange_rate", "calculator"),
         check_tickets,
         Scripted(

@@ -106,6 +106,13 @@ def test_a_run_stopped_by_its_bounds_is_unsolved(capsys: pytest.CaptureFixture[s
     assert "unit_chain / when_needed: NOT solved (stopped: max_iterations)" in out.err
 
 
+def test_every_run_gets_fresh_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--objective", "flaky_weather", "--design", "tutorial", "--repeat", "2", "--json"]
+    assert main(argv) == 0  # the weather tool refuses its first call in each run
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [run["model_calls"] for run in runs] == [5, 5]
+
+
 def test_catalogue_checker(tmp_path: Path) -> None:
     assert check_catalogue(outcome(tmp_path, "The three cost 84.60 EUR together."))
     assert not check_catalogue(outcome(tmp_path, "The three cost 84.50 EUR together."))
