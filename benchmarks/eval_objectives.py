@@ -65,7 +65,7 @@ WAVE_NODES = {"replan": EXECUTOR, "when_needed": EXECUTOR, "tutorial": "agent"}
 """The node that carries out one plan step, in each design."""
 COUNTERS = {
     "corrected_mistakes": "mistakes",
-    "recovered_text_calls": "text calls",
+    "recovered_calls": "text calls",
     "fallbacks": "fallbacks",
 }
 """The keys of replan's final state that count events (0 when the state has none; a list counts
