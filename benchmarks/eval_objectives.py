@@ -12,11 +12,13 @@ against the tutorial.
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
+`--quirk NAME=VALUE` makes that server imitate a real one (a field of its `Quirks`, e.g.
+`calls_as_text=tagged`: tool calls written as text, as llama.cpp's server returns them).
 Every run is bounded (--max-iterations, --request-timeout, --run-timeout), so a weak model
 ends unsolved instead of hanging. Progress goes to stderr, one line per run.
 
-Run: python benchmarks/eval_objectives.py [--base-url URL --model M] [--objective NAME]...
-     [--design NAME]... [--repeat K] [--json]
+Run: python benchmarks/eval_objectives.py [--base-url URL --model M | --quirk NAME=VALUE...]
+     [--objective NAME]... [--design NAME]... [--repeat K] [--json]
 Exit codes: 0 every run solved, 1 some run not solved, 2 bad usage.
 """
 
@@ -31,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 from uuid import UUID
@@ -57,7 +59,7 @@ from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
 from replan.state.tasks import TaskContext  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
-from tests.scripted_openai import MODEL_ID, ScriptedOpenAIServer  # noqa: E402
+from tests.scripted_openai import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
 
 DESIGNS = ("replan", "when_needed", "tutorial")
 """replan with default settings, replan with replan="when_needed", the tutorial's design."""
@@ -366,7 +368,7 @@ class Server:
 
 
 @contextmanager
-def serving(base_url: str | None, model: str | None) -> Iterator[Server]:
+def serving(base_url: str | None, model: str | None, quirks: Quirks) -> Iterator[Server]:
     """The server given, or the scripted server answering with the scripted model. replan's
     graph reads the API key from OPENAI_API_KEY: a local server takes any, so one is set."""
     os.environ.setdefault("OPENAI_API_KEY", "local")
@@ -374,7 +376,7 @@ def serving(base_url: str | None, model: str | None) -> Iterator[Server]:
         model = model or os.environ.get("REPLAN_MODEL") or MODEL_ID
         yield Server(base_url, model, os.environ["OPENAI_API_KEY"])
         return
-    with ScriptedOpenAIServer(respond) as scripted:
+    with ScriptedOpenAIServer(respond, quirks=quirks) as scripted:
         yield Server(scripted.base_url, MODEL_ID, os.environ["OPENAI_API_KEY"])
 
 
@@ -423,6 +425,18 @@ def _positive(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def _quirk(text: str) -> tuple[str, Any]:
+    """NAME=VALUE for a field of the scripted server's `Quirks`; VALUE is JSON or a string."""
+    name, equals, value = text.partition("=")
+    known = [f.name for f in fields(Quirks)]
+    if not equals or name not in known:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {known}")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line; bad flags or values exit 2 with one line."""
     parser = _Parser(prog="eval_objectives.py", description=__doc__.split("\n\n")[0])
@@ -440,8 +454,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--run-timeout", type=_positive(float), default=RUN_TIMEOUT, help="s per run"
     )
+    parser.add_argument(
+        "--quirk", action="append", type=_quirk, default=[], help="scripted server: NAME=VALUE"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    return parser.parse_args(argv)
+    options = parser.parse_args(argv)
+    if options.quirk and options.base_url:
+        parser.error("--quirk imitates a server with the scripted one: leave out --base-url")
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -449,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parse_args(argv)
     objectives = [OBJECTIVES[name] for name in options.objective] or list(OBJECTIVES.values())
     bounds = Bounds(options.max_iterations, options.request_timeout, options.run_timeout)
-    with serving(options.base_url, options.model) as server:
+    with serving(options.base_url, options.model, Quirks(**dict(options.quirk))) as server:
         runs = asyncio.run(
             run_suite(objectives, options.design or DESIGNS, options.repeat, server, bounds)
         )

@@ -75,7 +75,15 @@ def test_scripted_suite_solves_every_objective_with_every_design_and_totals_add_
 
 @pytest.mark.parametrize(
     "argv",
-    [["--objective", "nope"], ["--repeat", "0"], ["--run-timeout", "soon"], ["--bogus"]],
+    [
+        ["--objective", "nope"],
+        ["--repeat", "0"],
+        ["--run-timeout", "soon"],
+        ["--bogus"],
+        ["--quirk", "nope=1"],
+        ["--quirk", "calls_as_text"],
+        ["--quirk", "run_on=true", "--base-url", "http://127.0.0.1:9/v1"],
+    ],
 )
 def test_bad_usage_is_one_line_and_exit_2(
     argv: list[str], capsys: pytest.CaptureFixture[str]
@@ -111,6 +119,18 @@ def test_every_run_gets_fresh_tools(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0  # the weather tool refuses its first call in each run
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [run["model_calls"] for run in runs] == [5, 5]
+
+
+def test_recovered_text_calls_are_read_from_replans_state(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--objective", "flaky_weather", "--design", "replan", "--json"]
+    assert main([*argv, "--quirk", "calls_as_text=tagged"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["solved"] and run["counters"]["recovered_calls"] == 4  # plan, 2 x weather, respond
+    assert main(argv) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["counters"]["recovered_calls"] == 0
 
 
 def test_catalogue_checker(tmp_path: Path) -> None:
