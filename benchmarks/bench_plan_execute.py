@@ -7,8 +7,8 @@ prompt characters (all calls, and the first and last executor call), checkpoint 
 and the non-model time per model call (wall time outside the client's model calls, divided by
 the number of calls), for four designs:
 
-- tutorial: LangGraph's plan-and-execute tutorial, written below in a few lines (plans of
-  plain strings, one step at a time, a replanner call after every step);
+- tutorial: LangGraph's plan-and-execute tutorial (`benchmarks/tutorial.py`: plans of plain
+  strings, one step at a time, a replanner call after every step);
 - sequential: replan with plans of plain strings (what replan did before dependencies);
 - waves: replan with dependencies, replanner after every wave (the default);
 - when_needed: the same with `Context(replan="when_needed")`.
@@ -24,31 +24,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import operator
 import os
 import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
-from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import create_react_agent
-from langgraph.warnings import LangGraphDeprecationWarning
-from pydantic import BaseModel, SecretStr
-from typing_extensions import TypedDict
+from pydantic import SecretStr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the `tests` helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
+from benchmarks.tutorial import tutorial_graph  # noqa: E402
 from replan.graphs.cli.persistence import open_checkpointer  # noqa: E402
 from replan.graphs.context import Context, ReplanMode  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
@@ -73,98 +67,6 @@ RESULT_CHARS = 500
 """Default length of every step's result (`--result-chars`): a short report, long enough that
 re-sending results shows in the prompts."""
 MAX_ITERATIONS = 100
-
-
-# --- the tutorial's design ---------------------------------------------------------------
-
-
-class TutorialState(TypedDict, total=False):
-    input: str
-    plan: list[str]
-    past_steps: Annotated[list[tuple[str, str]], operator.add]
-    response: str
-
-
-class Plan(BaseModel):
-    """Steps to follow, in order."""
-
-    steps: list[str]
-
-
-class Response(BaseModel):
-    """The answer for the user."""
-
-    response: str
-
-
-class Act(BaseModel):
-    """What to do next: answer, or follow a new plan."""
-
-    action: Response | Plan
-
-
-TUTORIAL_PLANNER = (
-    "Break the objective into a short plan of single tasks that, done in order, produce the "
-    "answer. Leave out anything unnecessary, give every step what it needs to be done, and "
-    "make the last step give the final answer."
-)
-TUTORIAL_REPLANNER = (
-    TUTORIAL_PLANNER + "\n\nThe objective:\n{input}\n\nThe plan so far:\n{plan}\n\n"
-    "The steps done, with their results:\n{past_steps}\n\nUpdate the plan. If the user can be "
-    "answered now, answer; otherwise list only the steps still to do, not those already done."
-)
-
-
-def tutorial_agent(model: ChatOpenAI) -> Any:
-    """The tutorial's executor: a ReAct agent with no tools and a one-line prompt."""
-    with warnings.catch_warnings():  # the tutorial's agent; moved to `langchain` in v1
-        warnings.simplefilter("ignore", LangGraphDeprecationWarning)
-        return create_react_agent(model, [], prompt="You are a helpful assistant.")
-
-
-def tutorial_ask(plan: list[str]) -> str:
-    """What the tutorial's executor is told: the whole plan, then to carry out its first step."""
-    listing = "\n".join(f"{i}. {step}" for i, step in enumerate(plan, 1))
-    return f"The plan:\n{listing}\n\nCarry out step 1: {plan[0]}."
-
-
-def tutorial_graph(model: ChatOpenAI, checkpointer: Any) -> Any:
-    """The plan-and-execute tutorial's graph: planner, a ReAct agent per step, replanner."""
-    planner = ChatPromptTemplate.from_messages(
-        [("system", TUTORIAL_PLANNER), ("placeholder", "{messages}")]
-    ) | model.with_structured_output(Plan, method="function_calling")
-    replanner = ChatPromptTemplate.from_template(TUTORIAL_REPLANNER) | model.with_structured_output(
-        Act, method="function_calling"
-    )
-    agent = tutorial_agent(model)
-
-    async def plan_step(state: TutorialState) -> dict[str, Any]:
-        plan = await planner.ainvoke({"messages": [("user", state["input"])]})
-        assert isinstance(plan, Plan)
-        return {"plan": plan.steps}
-
-    async def execute_step(state: TutorialState) -> dict[str, Any]:
-        done = await agent.ainvoke({"messages": [("user", tutorial_ask(state["plan"]))]})
-        return {"past_steps": [(state["plan"][0], done["messages"][-1].content)]}
-
-    async def replan_step(state: TutorialState) -> dict[str, Any]:
-        decision = await replanner.ainvoke(dict(state))
-        assert isinstance(decision, Act)
-        if isinstance(decision.action, Response):
-            return {"response": decision.action.response}
-        return {"plan": decision.action.steps}
-
-    builder = StateGraph(TutorialState)
-    builder.add_node("planner", plan_step)
-    builder.add_node("agent", execute_step)
-    builder.add_node("replan", replan_step)
-    builder.add_edge(START, "planner")
-    builder.add_edge("planner", "agent")
-    builder.add_edge("agent", "replan")
-    builder.add_conditional_edges(
-        "replan", lambda state: END if state.get("response") else "agent", ["agent", END]
-    )
-    return builder.compile(checkpointer=checkpointer)
 
 
 # --- the scripted model, clocked ----------------------------------------------------------

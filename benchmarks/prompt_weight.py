@@ -5,7 +5,7 @@ schemas are most of the executor's first request. For each choice (`full`, `comp
 the script runs replan through `ChatOpenAI` against the scripted OpenAI-compatible server of the
 test suite and keeps the executor's first request as the server received it; the baseline is
 the executor of LangGraph's plan-and-execute tutorial (a ReAct agent with no tools, see
-`bench_plan_execute.py`) given the same plan.
+`benchmarks/tutorial.py`) given the same plan.
 
 Offline it prints characters of the JSON request (all of it, and its `tools`). Prompt tokens
 come from one of:
@@ -38,10 +38,9 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]  # the tutorial's executor; the `tests` helpers
+sys.path.insert(0, str(HERE.parent))  # `benchmarks` and the `tests` helpers
 
-from bench_plan_execute import tutorial_agent, tutorial_ask  # noqa: E402
-
+from benchmarks.tutorial import tutorial_agent, tutorial_ask  # noqa: E402
 from replan.graphs.context import TASK_TOOLS_CHOICES, Context  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.tools.task_descriptions import LANGUAGES, Language  # noqa: E402

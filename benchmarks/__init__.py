@@ -1,0 +1,1 @@
+"""Benchmarks and the objective suite; run each script as `python benchmarks/<name>.py`."""

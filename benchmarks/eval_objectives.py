@@ -1,0 +1,490 @@
+"""Objectives with checked answers: replan next to LangGraph's tutorial design on one server.
+
+Runs the suite of `benchmarks/objectives.py` (each objective with deterministic local tools
+and an answer checked by code) with three designs on the same OpenAI-compatible server:
+replan with default settings, replan with `replan="when_needed"`, and the tutorial's
+plan-and-execute design (`benchmarks/tutorial.py`). For every run it prints whether the answer
+was right, model calls, input/output tokens as the server reported them (LangChain's
+`UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
+none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
+and fallbacks replan's final state counts, and wall time; then totals per design and ratios
+against the tutorial.
+
+Without --base-url it runs against the scripted server of the test suite with a scripted model
+that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
+`--quirk NAME=VALUE` makes that server imitate a real one (a field of its `Quirks`, e.g.
+`calls_as_text=tagged`: tool calls written as text, as llama.cpp's server returns them).
+Every run is bounded (--max-iterations, --request-timeout, --run-timeout), so a weak model
+ends unsolved instead of hanging. Progress goes to stderr, one line per run.
+
+Run: python benchmarks/eval_objectives.py [--base-url URL --model M | --quirk NAME=VALUE...]
+     [--objective NAME]... [--design NAME]... [--repeat K] [--json]
+Exit codes: 0 every run solved, 1 some run not solved, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+from uuid import UUID
+
+from langchain_core.callbacks import UsageMetadataCallbackHandler
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import SecretStr
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
+
+from benchmarks.objectives import OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
+from benchmarks.scripted_answers import respond  # noqa: E402
+from benchmarks.tutorial import tutorial_graph  # noqa: E402
+from replan.graphs.cli.persistence import checkpoint_serializer  # noqa: E402
+from replan.graphs.context import Context  # noqa: E402
+from replan.graphs.executor import EXECUTOR  # noqa: E402
+from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
+from replan.state import FileTaskStore  # noqa: E402
+from replan.state.tasks import TaskContext  # noqa: E402
+from replan.tools.task_tools import task_tools  # noqa: E402
+from tests.scripted_openai import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
+
+DESIGNS = ("replan", "when_needed", "tutorial")
+"""replan with default settings, replan with replan="when_needed", the tutorial's design."""
+WAVE_NODES = {"replan": EXECUTOR, "when_needed": EXECUTOR, "tutorial": "agent"}
+"""The node that carries out one plan step, in each design."""
+COUNTERS = {
+    "corrected_mistakes": "mistakes",
+    "recovered_calls": "text calls",
+    "fallbacks": "fallbacks",
+}
+"""The keys of replan's final state that count events (0 when the state has none; a list counts
+its items) -> the table's column."""
+MAX_ITERATIONS = 8
+EXECUTOR_MAX_STEPS = 8
+REQUEST_TIMEOUT = 120.0
+RUN_TIMEOUT = 600.0
+MODEL_RETRIES = 1
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far one run may go."""
+
+    max_iterations: int = MAX_ITERATIONS
+    request_timeout: float = REQUEST_TIMEOUT
+    run_timeout: float = RUN_TIMEOUT
+
+
+@dataclass
+class Run:
+    """One objective run with one design, and what it cost."""
+
+    objective: str
+    design: str
+    solved: bool
+    model_calls: int
+    input_tokens: int | None
+    output_tokens: int | None
+    widest_wave: int
+    counters: dict[str, int]
+    wall: float
+    error: str = ""
+    """Why the run ended without an answer to check (exception, timeout, stop_reason)."""
+
+
+class Meter(UsageMetadataCallbackHandler):
+    """Counts chat model calls and the calls whose reply carried no usage, on top of LangChain's
+    usage totals."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.unreported = 0
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: Any, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        super().on_llm_end(response, **kwargs)
+        generation = response.generations[0][0] if response.generations[0:1] else None
+        message = generation.message if isinstance(generation, ChatGeneration) else None
+        if not (isinstance(message, AIMessage) and message.usage_metadata):
+            with self._lock:
+                self.unreported += 1
+
+    def tokens(self, kind: Literal["input_tokens", "output_tokens"]) -> int | None:
+        """Input or output tokens of all calls; None unless every answered call reported them."""
+        if self.unreported or not self.usage_metadata:
+            return None
+        return sum(usage[kind] for usage in self.usage_metadata.values())
+
+
+def _count(value: Any) -> int:
+    """A counter as the state may hold it: a number, or a list/dict of the events."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    return len(value) if isinstance(value, list | dict) else 0
+
+
+def _one_line(error: BaseException) -> str:
+    message = " ".join(str(error).split()) or "no message"
+    return f"{type(error).__name__}: {message}"[:200]
+
+
+def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bounds: Bounds) -> Any:
+    saver = InMemorySaver(serde=checkpoint_serializer())
+    if design == "tutorial":
+        model = ChatOpenAI(
+            model=server.model,
+            base_url=server.base_url,
+            api_key=SecretStr(server.api_key),
+            temperature=0,
+            timeout=bounds.request_timeout,
+            max_retries=MODEL_RETRIES,
+        )
+        store = FileTaskStore(folder / "tasks")  # the agent has no task list in its state
+        return tutorial_graph(model, saver, [*tools, *task_tools(store=store)]), store
+    graph = build_plan_execute_graph(
+        tools=tools,
+        checkpointer=saver,
+        max_iterations=bounds.max_iterations,
+        executor_max_steps=EXECUTOR_MAX_STEPS,
+    )
+    return graph, None
+
+
+async def run_one(objective: Objective, design: str, server: Server, bounds: Bounds) -> Run:
+    """Run `objective` with `design` and check its answer."""
+    meter, widest, error = Meter(), 0, ""
+    config: RunnableConfig = {"configurable": {"thread_id": "eval"}, "callbacks": [meter]}
+    with tempfile.TemporaryDirectory(prefix="replan-eval-") as folder:
+        kit = Kit(Path(folder))
+        graph, store = _graph(design, kit.tools(objective.tools), Path(folder), server, bounds)
+        if store is not None:
+            config["recursion_limit"] = 2 * bounds.max_iterations + 2
+            inputs: dict[str, Any] = {"input": objective.text}
+            options: dict[str, Any] = {}
+        else:
+            inputs = {"messages": [("user", objective.text)]}
+            context = Context(
+                model=server.model,
+                base_url=server.base_url,
+                replan="when_needed" if design == "when_needed" else "each_wave",
+                timeout=bounds.request_timeout,
+                max_retries=MODEL_RETRIES,
+            )
+            options = {"context": context}
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(bounds.run_timeout):
+                per_step: dict[int, int] = {}
+                async for event in graph.astream(inputs, config, stream_mode="debug", **options):
+                    if event["type"] == "task" and event["payload"]["name"] == WAVE_NODES[design]:
+                        per_step[event["step"]] = per_step.get(event["step"], 0) + 1
+                        widest = max(widest, per_step[event["step"]])
+        except TimeoutError:
+            error = f"stopped after the run timeout of {bounds.run_timeout:g} s"
+        except Exception as exc:  # a weak model's run may fail in any way: record it
+            error = _one_line(exc)
+        wall = time.perf_counter() - started
+        state = (await graph.aget_state(config)).values
+        if not error and state.get("stop_reason"):  # replan's answer lists what was done
+            error = f"stopped: {state['stop_reason']}"
+        tasks = store.read() if store is not None else state.get("tasks_context", TaskContext())
+        outcome = Outcome(str(state.get("response", "")), tasks, kit)
+        solved = not error and objective.check(outcome)
+    return Run(
+        objective=objective.name,
+        design=design,
+        solved=solved,
+        model_calls=meter.calls,
+        input_tokens=meter.tokens("input_tokens"),
+        output_tokens=meter.tokens("output_tokens"),
+        widest_wave=widest,
+        counters={key: _count(state.get(key, 0)) for key in COUNTERS},
+        wall=wall,
+        error=error,
+    )
+
+
+# --- totals and the table -----------------------------------------------------------------
+
+
+@dataclass
+class Totals:
+    """The runs of one design added up; tokens None when any run's are unknown."""
+
+    runs: int = 0
+    solved: int = 0
+    model_calls: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    wall: float = 0.0
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + value
+
+
+def totals(runs: Sequence[Run]) -> dict[str, Totals]:
+    """The runs added up per design, in the order the designs first appear."""
+    by_design: dict[str, Totals] = {}
+    for run in runs:
+        total = by_design.setdefault(run.design, Totals())
+        total.runs += 1
+        total.solved += run.solved
+        total.model_calls += run.model_calls
+        total.input_tokens = _plus(total.input_tokens, run.input_tokens)
+        total.output_tokens = _plus(total.output_tokens, run.output_tokens)
+        for key, value in run.counters.items():
+            total.counters[key] += value
+        total.wall += run.wall
+    return by_design
+
+
+RATIO_FIELDS = ("solved", "model_calls", "input_tokens", "output_tokens", "wall")
+
+
+def ratios(by_design: dict[str, Totals]) -> dict[str, dict[str, float | None]]:
+    """Each replan design's totals divided by the tutorial's (None where either is unknown
+    or the tutorial's is 0)."""
+    base = by_design.get("tutorial")
+    if base is None:
+        return {}
+    out: dict[str, dict[str, float | None]] = {}
+    for design, total in by_design.items():
+        if design == "tutorial":
+            continue
+        row: dict[str, float | None] = {}
+        for name in RATIO_FIELDS:
+            top, bottom = getattr(total, name), getattr(base, name)
+            row[name] = None if top is None or not bottom else top / bottom
+        out[f"{design}/tutorial"] = row
+    return out
+
+
+def _cell(value: int | float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+COLUMNS = (
+    ("objective", 18),
+    ("design", 12),
+    ("solved", 7),
+    ("calls", 6),
+    ("in tok", 8),
+    ("out tok", 8),
+    ("wave", 5),
+    *((column, 11) for column in COUNTERS.values()),
+    ("wall s", 8),
+)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "".join(
+        cell.ljust(width) if i < 2 else cell.rjust(width)
+        for i, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True))
+    )
+
+
+def table(runs: Sequence[Run]) -> str:
+    """The runs, totals per design and ratios against the tutorial, as text."""
+    lines = [_row([name for name, _ in COLUMNS])]
+    for run in runs:
+        lines.append(
+            _row(
+                [
+                    run.objective,
+                    run.design,
+                    "yes" if run.solved else "NO",
+                    _cell(run.model_calls),
+                    _cell(run.input_tokens),
+                    _cell(run.output_tokens),
+                    _cell(run.widest_wave),
+                    *(_cell(run.counters[c]) for c in COUNTERS),
+                    f"{run.wall:.2f}",
+                ]
+            )
+        )
+    by_design = totals(runs)
+    lines.append("")
+    for design, total in by_design.items():
+        lines.append(
+            _row(
+                [
+                    "total",
+                    design,
+                    f"{total.solved}/{total.runs}",
+                    _cell(total.model_calls),
+                    _cell(total.input_tokens),
+                    _cell(total.output_tokens),
+                    "",
+                    *(_cell(total.counters[c]) for c in COUNTERS),
+                    f"{total.wall:.2f}",
+                ]
+            )
+        )
+    for name, row in ratios(by_design).items():
+        figures = ", ".join(
+            f"{field_} x{value:.2f}" if value is not None else f"{field_} n/a"
+            for field_, value in row.items()
+        )
+        lines.append(f"{name}: {figures}")
+    errors = [f"{r.objective} / {r.design}: {r.error}" for r in runs if r.error]
+    return "\n".join(lines + (["", "Errors:", *errors] if errors else []))
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where the model is: base URL, model name, API key."""
+
+    base_url: str
+    model: str
+    api_key: str
+
+
+@contextmanager
+def serving(base_url: str | None, model: str | None, quirks: Quirks) -> Iterator[Server]:
+    """The server given, or the scripted server answering with the scripted model. replan's
+    graph reads the API key from OPENAI_API_KEY: a local server takes any, so one is set."""
+    os.environ.setdefault("OPENAI_API_KEY", "local")
+    if base_url:
+        model = model or os.environ.get("REPLAN_MODEL") or MODEL_ID
+        yield Server(base_url, model, os.environ["OPENAI_API_KEY"])
+        return
+    with ScriptedOpenAIServer(respond, quirks=quirks) as scripted:
+        yield Server(scripted.base_url, MODEL_ID, os.environ["OPENAI_API_KEY"])
+
+
+async def run_suite(
+    objectives: Sequence[Objective],
+    designs: Sequence[str],
+    repeat: int,
+    server: Server,
+    bounds: Bounds,
+) -> list[Run]:
+    """Every objective with every design, `repeat` times; a progress line per run on stderr."""
+    runs = []
+    for objective in objectives:
+        for design in designs:
+            for _ in range(repeat):
+                run = await run_one(objective, design, server, bounds)
+                verdict = (
+                    "solved" if run.solved else "NOT solved" + (f" ({run.error})" * bool(run.error))
+                )
+                print(
+                    f"{objective.name} / {design}: {verdict} in {run.wall:.1f} s, "
+                    f"{run.model_calls} model calls",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                runs.append(run)
+    return runs
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Bad usage: one line on stderr, exit 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
+def _quirk(text: str) -> tuple[str, Any]:
+    """NAME=VALUE for a field of the scripted server's `Quirks`; VALUE is JSON or a string."""
+    name, equals, value = text.partition("=")
+    known = [f.name for f in fields(Quirks)]
+    if not equals or name not in known:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {known}")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line; bad flags or values exit 2 with one line."""
+    parser = _Parser(prog="eval_objectives.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", help="OpenAI-compatible server (default: scripted server)")
+    parser.add_argument("--model", help="model name (default: $REPLAN_MODEL)")
+    parser.add_argument("--objective", action="append", choices=list(OBJECTIVES), default=[])
+    parser.add_argument("--design", action="append", choices=DESIGNS, default=[])
+    parser.add_argument("--repeat", type=_positive(int), default=1, help="runs of each pair")
+    parser.add_argument(
+        "--max-iterations", type=_positive(int), default=MAX_ITERATIONS, help="rounds per run"
+    )
+    parser.add_argument(
+        "--request-timeout", type=_positive(float), default=REQUEST_TIMEOUT, help="s per call"
+    )
+    parser.add_argument(
+        "--run-timeout", type=_positive(float), default=RUN_TIMEOUT, help="s per run"
+    )
+    parser.add_argument(
+        "--quirk", action="append", type=_quirk, default=[], help="scripted server: NAME=VALUE"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    options = parser.parse_args(argv)
+    if options.quirk and options.base_url:
+        parser.error("--quirk imitates a server with the scripted one: leave out --base-url")
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the suite and print the table (or JSON); 0 when every run was solved."""
+    options = parse_args(argv)
+    objectives = [OBJECTIVES[name] for name in options.objective] or list(OBJECTIVES.values())
+    bounds = Bounds(options.max_iterations, options.request_timeout, options.run_timeout)
+    with serving(options.base_url, options.model, Quirks(**dict(options.quirk))) as server:
+        runs = asyncio.run(
+            run_suite(objectives, options.design or DESIGNS, options.repeat, server, bounds)
+        )
+    if options.json:
+        by_design = totals(runs)
+        report = {
+            "runs": [asdict(run) for run in runs],
+            "totals": {design: asdict(total) for design, total in by_design.items()},
+            "ratios": ratios(by_design),
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(table(runs))
+    return 0 if all(run.solved for run in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
