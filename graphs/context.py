@@ -23,6 +23,10 @@ MAX_CONCURRENCY = 64
 
 ReplanMode = Literal["each_wave", "when_needed"]
 REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
+DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
+DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
+"""How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
+order a run falls back through them when the model server refuses one."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -122,6 +126,17 @@ class Context:
         },
     )
 
+    decision_mode: DecisionMode = field(
+        default="tool_required",
+        metadata={
+            "description": "How the planner and replanner ask the model for their decision: "
+            "'tool_required' (tool_choice forces a call of `plan` or `respond`), 'tool_named' "
+            "(one tool, `decide`, forced by name), 'json_schema' (response_format with a JSON "
+            "schema) or 'json_object' (llama-cpp-python's json_object with a schema). A mode "
+            "the server refuses falls back to the next one for the rest of the run."
+        },
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
@@ -139,6 +154,11 @@ class Context:
         if self.replan not in REPLAN_MODES:
             raise ValueError(
                 f"replan must be one of {', '.join(REPLAN_MODES)}, not {self.replan!r}"
+            )
+        if self.decision_mode not in DECISION_MODES:
+            raise ValueError(
+                f"decision_mode must be one of {', '.join(DECISION_MODES)}, "
+                f"not {self.decision_mode!r}"
             )
 
     def settings(self) -> dict[str, Any]:

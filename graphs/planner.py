@@ -1,7 +1,9 @@
 """The planner and replanner nodes, and the forced decisions they ask the model for.
 
 The planner and the replanner do not run tools; they read the model's choice of `plan` (with
-`steps`) or `respond` (with `response`). A reply without a tool call, with a tool that was not
+`steps`) or `respond` (with `response`), asked for as the run's `Context.decision_mode` says
+(`replan.graphs.decision_modes`: forced tool calls or a JSON reply, with a fallback when the
+server refuses the way asked). A reply without a tool call, with a tool that was not
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
 what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
 that depends on itself, on a later step or on a position the list does not have is such a
@@ -13,21 +15,19 @@ dependencies, and a replanned step with the same text as a step still planned ke
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from replan.graphs.chat_model import ask_model, resolve_model
+from replan.graphs.chat_model import resolve_model
 from replan.graphs.context import Bounds, Context
-from replan.graphs.errors import PlanExecuteError
+from replan.graphs.decision_modes import DecisionModes, DecisionTool, decide
 from replan.graphs.prompts import Prompts
 from replan.graphs.state import (
     ExecutedStep,
@@ -41,9 +41,6 @@ from replan.graphs.state import (
     steps_left,
 )
 from replan.graphs.steps import Steps
-from replan.tools.arguments import validation_problems
-
-SENT_PREVIEW_CHARS = 300
 
 
 class PlanStepArgs(BaseModel):
@@ -158,48 +155,6 @@ class RespondArgs(BaseModel):
     response: str = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class DecisionTool:
-    """A tool the model calls to give a structured answer; `args` validates its arguments."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    field_descriptions: dict[str, str]
-
-    def spec(self) -> dict[str, Any]:
-        """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
-        local servers cannot follow). Built once: every planner and replanner call sends it."""
-        return self._spec
-
-    @functools.cached_property
-    def _spec(self) -> dict[str, Any]:
-        parameters = _inline_refs(self.args.model_json_schema())
-        parameters.pop("title", None)
-        parameters.pop("description", None)
-        for name, description in self.field_descriptions.items():
-            parameters["properties"][name]["description"] = description
-        function = {"name": self.name, "description": self.description, "parameters": parameters}
-        return {"type": "function", "function": function}
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with each `{"$ref": "#/$defs/X"}` replaced by the definition of X."""
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved
-
-
 def plan_tool(prompts: Prompts) -> DecisionTool:
     """The `plan` tool: `steps`, each a string or a step with its dependencies."""
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": prompts.plan_steps})
@@ -209,75 +164,6 @@ def respond_tool(prompts: Prompts) -> DecisionTool:
     """The `respond` tool: `response`, the final answer."""
     return DecisionTool(
         "respond", prompts.respond_tool, RespondArgs, {"response": prompts.respond_response}
-    )
-
-
-class ModelMistake(Exception):
-    """A reply that does not carry a usable decision."""
-
-    def __init__(self, problem: str, sent: str) -> None:
-        self.problem = problem
-        self.sent = sent if len(sent) <= SENT_PREVIEW_CHARS else sent[:SENT_PREVIEW_CHARS] + "…"
-        super().__init__(f"{problem}: {self.sent}")
-
-
-def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
-    """The validated arguments of the one tool the reply chose; raise ModelMistake otherwise."""
-    offered = {tool.name: tool for tool in tools}
-    if reply.invalid_tool_calls:
-        bad = reply.invalid_tool_calls[0]
-        raise ModelMistake(
-            f"the arguments of `{bad.get('name')}` are not valid JSON", str(bad.get("args"))
-        )
-    if not reply.tool_calls:
-        text = reply.text
-        raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)")
-    if len(reply.tool_calls) > 1:
-        names = ", ".join(call["name"] for call in reply.tool_calls)
-        raise ModelMistake("more than one tool call; exactly one is needed", names)
-    call = reply.tool_calls[0]
-    tool = offered.get(call["name"])
-    sent = f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
-    if tool is None:
-        raise ModelMistake(f"unexpected tool call `{call['name']}`", sent)
-    try:
-        return tool.args.model_validate(call["args"])
-    except ValidationError as exc:
-        problems = validation_problems(exc)
-        raise ModelMistake(
-            f"the arguments of `{tool.name}` do not parse ({problems})", sent
-        ) from exc
-
-
-def decide(
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage],
-    tools: Sequence[DecisionTool],
-    *,
-    node: str,
-    prompts: Prompts,
-    retries: int,
-) -> Steps[BaseModel]:
-    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
-
-    Returns the validated arguments; their type (`PlanArgs`, `RespondArgs`) says which tool.
-    """
-    tool_choice = tools[0].name if len(tools) == 1 else "any"
-    bound = model.bind_tools([tool.spec() for tool in tools], tool_choice=tool_choice)
-    expected = " or ".join(f"`{tool.name}`" for tool in tools)
-    conversation = list(messages)
-    for _ in range(retries + 1):
-        reply = yield from ask_model(bound, conversation)
-        try:
-            return read_decision(reply, tools)
-        except ModelMistake as exc:
-            mistake = exc
-            correction = prompts.correction.format(
-                problem=exc.problem, sent=exc.sent, expected=expected
-            )
-            conversation.append(HumanMessage(correction))
-    raise PlanExecuteError(
-        node, f"{mistake.problem}, still after {retries + 1} attempts", mistake.sent
     )
 
 
@@ -303,6 +189,7 @@ class Planner:
         require_objective(state)
         tool_list = "\n".join(f"- {tool.name}: {tool.description}" for tool in self.tools)
         system = SystemMessage(self.prompts.planner.format(tools=tool_list or "(none)"))
+        modes = DecisionModes.of_run(runtime.context, state)
         args = yield from decide(
             resolve_model(self.model, runtime.context),
             [system, *state["messages"]],
@@ -310,10 +197,17 @@ class Planner:
             node="planner",
             prompts=self.prompts,
             retries=self.bounds.for_run(runtime.context).mistake_retries,
+            modes=modes,
         )
         assert isinstance(args, PlanArgs)
         plan = accept_plan(args, done=state.get("executed_steps", []))
-        return {"plan": plan, "response": "", "stop_reason": "", "iterations": 0}
+        return {
+            "plan": plan,
+            "response": "",
+            "stop_reason": "",
+            "iterations": 0,
+            **modes.update(),
+        }
 
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
@@ -330,6 +224,7 @@ class Planner:
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
+        modes = DecisionModes.of_run(context, state)
         args = yield from decide(
             resolve_model(self.model, context),
             [
@@ -340,14 +235,15 @@ class Planner:
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,
+            modes=modes,
         )
         if isinstance(args, RespondArgs):
-            return {"response": args.response, "plan": left, "iterations": rounds}
+            return {"response": args.response, "plan": left, "iterations": rounds, **modes.update()}
         assert isinstance(args, PlanArgs)
         done = state.get("executed_steps", [])
         plan = accept_plan(args, keep=left, done=done)
         if rounds < bounds.max_iterations:
-            return {"plan": plan, "iterations": rounds}
+            return {"plan": plan, "iterations": rounds, **modes.update()}
         report = self.prompts.not_finished.format(
             max_iterations=bounds.max_iterations,
             executed_steps=format_executed_steps(done),
@@ -358,6 +254,7 @@ class Planner:
             "response": report,
             "stop_reason": "max_iterations",
             "iterations": rounds,
+            **modes.update(),
         }
 
 

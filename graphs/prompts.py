@@ -84,6 +84,17 @@ REPLANNER_TASK = """# Objective
 CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
 Answer again by calling {expected} with valid arguments."""
 
+JSON_CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
+Answer again with one JSON object holding {expected}, and nothing else."""
+
+DECIDE_NOTE = """The two tools above come here as one tool, `decide`: call it with `steps` \
+where this text says to call `plan`, or with `response` where it says to call `respond`; give \
+exactly one of the two."""
+
+JSON_NOTE = """No tools are offered here: instead of calling a tool, answer with one JSON \
+object and nothing else, holding exactly one of these keys:
+{fields}"""
+
 NOT_FINISHED = """The objective was not finished: the run stopped after {max_iterations} \
 execute–replan rounds, its limit.
 
@@ -111,6 +122,10 @@ PLAN_STEPS = (
 )
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
+DECIDE_TOOL = (
+    "Give your decision: `steps` to plan the work still to do, or `response` to give the "
+    "final answer; exactly one of them."
+)
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "planner": frozenset({"tools"}),
@@ -119,6 +134,9 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "replanner": frozenset(),
     "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks"}),
     "correction": frozenset({"problem", "sent", "expected"}),
+    "json_correction": frozenset({"problem", "sent", "expected"}),
+    "decide_note": frozenset(),
+    "json_note": frozenset({"fields"}),
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "review_question": frozenset({"plan"}),
@@ -127,6 +145,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "plan_steps": frozenset(),
     "respond_tool": frozenset(),
     "respond_response": frozenset(),
+    "decide_tool": frozenset(),
 }
 
 
@@ -140,6 +159,9 @@ class Prompts:
     replanner: str = REPLANNER
     replanner_task: str = REPLANNER_TASK
     correction: str = CORRECTION
+    json_correction: str = JSON_CORRECTION
+    decide_note: str = DECIDE_NOTE
+    json_note: str = JSON_NOTE
     not_finished: str = NOT_FINISHED
     step_unfinished: str = STEP_UNFINISHED
     review_question: str = REVIEW_QUESTION
@@ -148,6 +170,7 @@ class Prompts:
     plan_steps: str = PLAN_STEPS
     respond_tool: str = RESPOND_TOOL
     respond_response: str = RESPOND_RESPONSE
+    decide_tool: str = DECIDE_TOOL
 
     def __post_init__(self) -> None:
         """Reject a template that names a placeholder it will never be given."""
