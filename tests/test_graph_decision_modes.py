@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import openai
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -296,4 +297,66 @@ def test_llama_server_ignoring_the_named_decide_tool_is_a_mistake_corrected_in_v
             build_plan_execute_graph(),
             OBJECTIVE,
             context=_context(server, decision_mode="tool_named"),
+        )
+
+
+# --- the scripted server's imitations ---------------------------------------------------------
+
+DECIDE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "decide",
+        "parameters": {
+            "type": "object",
+            "properties": {"steps": {"type": "array"}, "response": {"type": "string"}},
+        },
+    },
+}
+PLAN = tool_call("plan", {"steps": ["a"]})
+
+
+def _ask(server: ScriptedOpenAIServer, **request: Any) -> Any:
+    server.push(PLAN)
+    client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    messages: Any = [{"role": "user", "content": "go"}]
+    return client.chat.completions.create(model="m", messages=messages, **request)
+
+
+def test_llama_cpp_python_refuses_required_and_json_schema_with_an_empty_500(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.quirks = LLAMA_CPP_PYTHON
+    for request in (
+        {"tools": [DECIDE_TOOL], "tool_choice": "required"},
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "d", "schema": {}}}},
+    ):
+        with pytest.raises(openai.InternalServerError) as refused:
+            _ask(server, **request)
+        assert refused.value.status_code == 500
+        assert refused.value.body == {
+            "message": "",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    json_object = _ask(server, response_format={"type": "json_object", "schema": {}})
+    assert json.loads(json_object.choices[0].message.content or "") == {"steps": ["a"]}
+    named = _ask(
+        server,
+        tools=[DECIDE_TOOL],
+        tool_choice={"type": "function", "function": {"name": "decide"}},
+    )
+    assert [c.function.name for c in named.choices[0].message.tool_calls or []] == ["decide"]
+
+
+def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
+    server: ScriptedOpenAIServer,
+) -> None:
+    named = {"type": "function", "function": {"name": "decide"}}
+    for quirks in (LLAMA_CPP, OLLAMA):
+        server.quirks = quirks
+        reply = _ask(server, tools=[DECIDE_TOOL], tool_choice=named)
+        assert [c.function.name for c in reply.choices[0].message.tool_calls or []] == ["plan"]
+        assert (
+            _ask(server, tools=[DECIDE_TOOL], tool_choice="required").choices[0].message.tool_calls
         )
