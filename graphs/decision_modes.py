@@ -42,7 +42,13 @@ from replan.graphs.chat_model import ask_model
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import DecisionFallback, DecisionModeRecord, PlanExecuteState
+from replan.graphs.state import (
+    DecisionFallback,
+    DecisionModeRecord,
+    PlanExecuteState,
+    effective_mode,
+    fallbacks_of,
+)
 from replan.graphs.steps import Steps
 from replan.tools.arguments import validation_problems
 
@@ -305,19 +311,6 @@ def refusal_status(error: ModelUnavailableError) -> int | None:
     return None
 
 
-def _fallbacks(record: DecisionModeRecord | None) -> list[DecisionFallback]:
-    return list(record["fallbacks"]) if record else []
-
-
-def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -> DecisionMode:
-    """The mode a run asks in: `requested`, or the mode it fell back to from it."""
-    instead = {fallback["refused"]: fallback["fallback"] for fallback in _fallbacks(record)}
-    mode = requested
-    while mode in instead:  # fallbacks only go forward in DECISION_MODES: no cycle
-        mode = instead[mode]
-    return mode
-
-
 @dataclass
 class DecisionModes:
     """How one run asks for decisions: the mode its context asks for, and the fallbacks its
@@ -347,7 +340,7 @@ class DecisionModes:
     ) -> None:
         """Record that the server refused these requests and accepted mode `to`, and say so on
         the run's custom stream."""
-        fallbacks = _fallbacks(self.record)
+        fallbacks = fallbacks_of(self.record)
         for request, refused, status in refusals:
             fallback: DecisionFallback = {
                 "refused": refused,

@@ -88,6 +88,20 @@ class DecisionModeRecord(TypedDict):
     fallbacks: list[DecisionFallback]
 
 
+def fallbacks_of(record: DecisionModeRecord | None) -> list[DecisionFallback]:
+    """The fallbacks `record` holds (none without one)."""
+    return list(record["fallbacks"]) if record else []
+
+
+def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -> DecisionMode:
+    """The mode a run asks in: `requested`, or the mode it fell back to from it."""
+    instead = {fallback["refused"]: fallback["fallback"] for fallback in fallbacks_of(record)}
+    mode = requested
+    while mode in instead:  # fallbacks only go forward in DECISION_MODES: no cycle
+        mode = instead[mode]
+    return mode
+
+
 class PlanExecuteOutput(TypedDict, total=False):
     """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
     when the run ended without meeting the objective."""

@@ -62,10 +62,9 @@ from replan.graphs.cli.summary import (
     threads_table,
 )
 from replan.graphs.context import Context
-from replan.graphs.decision_modes import effective_mode
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.state import format_plan
+from replan.graphs.state import effective_mode, format_plan
 
 
 def resume_hint(args: argparse.Namespace) -> str:

@@ -15,10 +15,10 @@ from typing import Any, Literal, cast
 from langgraph.types import StateSnapshot
 
 from replan.graphs.cli.persistence import STARTED_KEY, stored_settings
-from replan.graphs.decision_modes import effective_mode
 from replan.graphs.state import (
     DecisionFallback,
     PlanExecuteState,
+    effective_mode,
     format_executed_steps,
     format_plan,
     objective_text,
