@@ -267,6 +267,28 @@ def test_a_server_that_fails_every_way_is_unavailable_and_nothing_falls_back(
     ]
 
 
+def test_a_server_refusing_every_tool_choice_falls_back_to_json_at_the_planner(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.responder = lambda request: (
+        http_error(400, "tool_choice is not supported")
+        if request.get("tool_choice") not in (None, "auto")
+        else script.respond(request)
+    )
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    result = run(graph, OBJECTIVE, config=config, context=_context(server))
+
+    assert result["response"].startswith("All 4 steps")
+    asked = [r.get("tool_choice") or r["response_format"]["type"] for r in _decisions(server)]
+    # tool_named would ask the planner the same (a named `plan`): it is not tried
+    assert asked == [{"type": "function", "function": {"name": "plan"}}, *["json_schema"] * 4]
+    record = graph.get_state(config).values["decision_mode"]
+    assert [
+        (f["refused"], f["asked"], f["status"], f["fallback"]) for f in record["fallbacks"]
+    ] == [("tool_required", "a named tool_choice ('plan')", 400, "json_schema")]
+
+
 def test_a_server_error_that_is_no_refusal_goes_up_at_once(server: ScriptedOpenAIServer) -> None:
     server.push(http_error(503, "overloaded"))
     with pytest.raises(ModelUnavailableError, match="HTTP 503: overloaded"):
