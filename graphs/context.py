@@ -33,6 +33,10 @@ REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
 TaskToolsChoice = Literal["full", "compact", "none"]
 TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
 DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
+DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
+DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
+"""How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
+order a run falls back through them when the model server refuses one."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -46,6 +50,12 @@ def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND
     if not minimum <= value <= maximum:
         raise ValueError(f"{name} must be between {minimum} and {maximum}, not {value}")
     return value
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """ValueError naming `name` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
 
 
 @dataclass(kw_only=True)
@@ -163,6 +173,17 @@ class Context:
         },
     )
 
+    decision_mode: DecisionMode = field(
+        default="tool_required",
+        metadata={
+            "description": "How the planner and replanner ask the model for their decision: "
+            "'tool_required' (tool_choice forces a call of `plan` or `respond`), 'tool_named' "
+            "(one tool, `decide`, forced by name), 'json_schema' (response_format with a JSON "
+            "schema) or 'json_object' (llama-cpp-python's json_object with a schema). A mode "
+            "the server refuses falls back to the next one for the rest of the run."
+        },
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
@@ -183,15 +204,9 @@ class Context:
                 f"recover_text_calls must be true or false, not {self.recover_text_calls!r}"
             )
         check_count("max_concurrency", self.max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
-        if self.replan not in REPLAN_MODES:
-            raise ValueError(
-                f"replan must be one of {', '.join(REPLAN_MODES)}, not {self.replan!r}"
-            )
-        if self.task_tools not in TASK_TOOLS_CHOICES:
-            raise ValueError(
-                f"task_tools must be one of {', '.join(TASK_TOOLS_CHOICES)}, "
-                f"not {self.task_tools!r}"
-            )
+        check_choice("replan", self.replan, REPLAN_MODES)
+        check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
+        check_choice("decision_mode", self.decision_mode, DECISION_MODES)
 
     def settings(self) -> dict[str, Any]:
         """The fields as plain values (no secrets live here), e.g. to store with a run."""

@@ -1,7 +1,9 @@
 """The planner and replanner nodes, and the forced decisions they ask the model for.
 
 The planner and the replanner do not run tools; they read the model's choice of `plan` (with
-`steps`) or `respond` (with `response`). A reply without a tool call, with a tool that was not
+`steps`) or `respond` (with `response`), asked for as the run's `Context.decision_mode` says
+(`replan.graphs.decision_modes`: forced tool calls or a JSON reply, with a fallback when the
+server refuses the way asked). A reply without a tool call, with a tool that was not
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
 what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
 that depends on itself, on a later step or on a position the list does not have is such a
@@ -14,20 +16,18 @@ dependencies, and a replanned step with the same text as a step still planned ke
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from replan.graphs.chat_model import ask_model, cut_off, resolve_model
+from replan.graphs.chat_model import resolve_model
 from replan.graphs.context import Bounds, Context
-from replan.graphs.errors import PlanExecuteError
+from replan.graphs.decision_modes import DecisionModes, DecisionTool, decide
 from replan.graphs.prompts import Prompts
 from replan.graphs.state import (
     ExecutedStep,
@@ -42,11 +42,7 @@ from replan.graphs.state import (
     steps_left,
 )
 from replan.graphs.steps import Steps
-from replan.graphs.text_calls import OfferedTools, recovered_calls
 from replan.graphs.tool_offers import ToolOffers, chosen
-from replan.tools.arguments import validation_problems
-
-SENT_PREVIEW_CHARS = 300
 
 
 class PlanStepArgs(BaseModel):
@@ -161,48 +157,6 @@ class RespondArgs(BaseModel):
     response: str = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class DecisionTool:
-    """A tool the model calls to give a structured answer; `args` validates its arguments."""
-
-    name: str
-    description: str
-    args: type[BaseModel]
-    field_descriptions: dict[str, str]
-
-    def spec(self) -> dict[str, Any]:
-        """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
-        local servers cannot follow). Built once: every planner and replanner call sends it."""
-        return self._spec
-
-    @functools.cached_property
-    def _spec(self) -> dict[str, Any]:
-        parameters = _inline_refs(self.args.model_json_schema())
-        parameters.pop("title", None)
-        parameters.pop("description", None)
-        for name, description in self.field_descriptions.items():
-            parameters["properties"][name]["description"] = description
-        function = {"name": self.name, "description": self.description, "parameters": parameters}
-        return {"type": "function", "function": function}
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with each `{"$ref": "#/$defs/X"}` replaced by the definition of X."""
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved
-
-
 def plan_tool(prompts: Prompts) -> DecisionTool:
     """The `plan` tool: `steps`, each a string or a step with its dependencies."""
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": prompts.plan_steps})
@@ -212,106 +166,6 @@ def respond_tool(prompts: Prompts) -> DecisionTool:
     """The `respond` tool: `response`, the final answer."""
     return DecisionTool(
         "respond", prompts.respond_tool, RespondArgs, {"response": prompts.respond_response}
-    )
-
-
-class ModelMistake(Exception):
-    """A reply that does not carry a usable decision."""
-
-    def __init__(self, problem: str, sent: str) -> None:
-        self.problem = problem
-        self.sent = sent if len(sent) <= SENT_PREVIEW_CHARS else sent[:SENT_PREVIEW_CHARS] + "…"
-        super().__init__(f"{problem}: {self.sent}")
-
-
-def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
-    """The validated arguments of the one tool the reply chose; raise ModelMistake otherwise."""
-    offered = {tool.name: tool for tool in tools}
-    if reply.invalid_tool_calls:
-        bad = reply.invalid_tool_calls[0]
-        raise ModelMistake(
-            f"the arguments of `{bad.get('name')}` are not valid JSON", str(bad.get("args"))
-        )
-    if not reply.tool_calls:
-        text = reply.text
-        raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)")
-    if len(reply.tool_calls) > 1:
-        names = ", ".join(call["name"] for call in reply.tool_calls)
-        raise ModelMistake("more than one tool call; exactly one is needed", names)
-    call = reply.tool_calls[0]
-    tool = offered.get(call["name"])
-    sent = f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
-    if tool is None:
-        raise ModelMistake(f"unexpected tool call `{call['name']}`", sent)
-    try:
-        return tool.args.model_validate(call["args"])
-    except ValidationError as exc:
-        problems = validation_problems(exc)
-        raise ModelMistake(
-            f"the arguments of `{tool.name}` do not parse ({problems})", sent
-        ) from exc
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A decision's validated arguments (their type, `PlanArgs` or `RespondArgs`, says which
-    tool), and how many tool calls written as text were recovered while asking for it."""
-
-    args: BaseModel
-    recovered_calls: int = 0
-
-    def update(self) -> dict[str, int]:
-        """The state update counting the recovered calls (nothing when there were none)."""
-        return {"recovered_calls": self.recovered_calls} if self.recovered_calls else {}
-
-
-def _reply_preview(reply: AIMessage) -> str:
-    """What a reply held, its whitespace folded: its tool calls, else its text."""
-    calls = ", ".join(
-        f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
-        for call in reply.tool_calls
-    )
-    return calls or " ".join(reply.text.split()) or "(an empty reply)"
-
-
-def decide(
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage],
-    tools: Sequence[DecisionTool],
-    *,
-    node: str,
-    prompts: Prompts,
-    retries: int,
-    max_tokens: int,
-) -> Steps[Decision]:
-    """Ask `model` to call exactly one of `tools`; correct and retry up to `retries` times.
-
-    A reply cut off at its `max_tokens` limit is such a mistake too, whatever it holds.
-    """
-    tool_choice = tools[0].name if len(tools) == 1 else "any"
-    bound = model.bind_tools([tool.spec() for tool in tools], tool_choice=tool_choice)
-    expected = " or ".join(f"`{tool.name}`" for tool in tools)
-    offered = OfferedTools.of(
-        [tool.name for tool in tools], tools[0].args if len(tools) == 1 else None
-    )
-    conversation = list(messages)
-    recovered = 0
-    for _ in range(retries + 1):
-        reply = yield from ask_model(bound, conversation, offered)
-        recovered += recovered_calls(reply)
-        try:
-            if cut_off(reply):
-                problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
-                raise ModelMistake(problem, _reply_preview(reply))
-            return Decision(read_decision(reply, tools), recovered)
-        except ModelMistake as exc:
-            mistake = exc
-            correction = prompts.correction.format(
-                problem=exc.problem, sent=exc.sent, expected=expected
-            )
-            conversation.append(HumanMessage(correction))
-    raise PlanExecuteError(
-        node, f"{mistake.problem}, still after {retries + 1} attempts", mistake.sent
     )
 
 
@@ -339,6 +193,7 @@ class Planner:
         tool_list = self.offers[chosen(runtime.context)].listing  # the executor's tools
         system = SystemMessage(self.prompts.planner.format(tools=tool_list))
         context = runtime.context or Context()
+        modes = DecisionModes.of_run(context, state)
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [system, *state["messages"]],
@@ -347,6 +202,7 @@ class Planner:
             prompts=self.prompts,
             retries=self.bounds.for_run(context).mistake_retries,
             max_tokens=context.decision_max_tokens,
+            modes=modes,
         )
         args = decision.args
         assert isinstance(args, PlanArgs)
@@ -357,6 +213,7 @@ class Planner:
             "stop_reason": "",
             "iterations": 0,
             **decision.update(),
+            **modes.update(),
         }
 
     def replanner(
@@ -376,6 +233,7 @@ class Planner:
         ):
             return {"plan": left, "iterations": rounds}
         briefing = replanner_briefing(state, self.prompts.repeated_steps)
+        modes = DecisionModes.of_run(context, state)
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [
@@ -387,8 +245,9 @@ class Planner:
             prompts=self.prompts,
             retries=bounds.mistake_retries,
             max_tokens=context.decision_max_tokens,
+            modes=modes,
         )
-        args, counted = decision.args, decision.update()
+        args, counted = decision.args, {**decision.update(), **modes.update()}
         if isinstance(args, RespondArgs):
             return {"response": args.response, "plan": left, "iterations": rounds, **counted}
         assert isinstance(args, PlanArgs)

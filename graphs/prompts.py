@@ -103,6 +103,16 @@ step is done, answer with a plain-text report instead."""
 
 REPLY_CUT_OFF = """the reply was cut off at the limit of {max_tokens} tokens before it was \
 complete; keep the next one brief and end it right after the tool call"""
+JSON_CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
+Answer again with one JSON object holding {expected}, and nothing else."""
+
+DECIDE_NOTE = """The two tools above come here as one tool, `decide`: call it with `steps` \
+where this text says to call `plan`, or with `response` where it says to call `respond`; give \
+exactly one of the two."""
+
+JSON_NOTE = """No tools are offered here: instead of calling a tool, answer with one JSON \
+object and nothing else, holding exactly one of these keys:
+{fields}"""
 
 NOT_FINISHED = """The objective was not finished: the run stopped after {max_iterations} \
 execute–replan rounds, its limit.
@@ -146,6 +156,10 @@ PLAN_STEPS = (
 )
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
+DECIDE_TOOL = (
+    "Give your decision: `steps` to plan the work still to do, or `response` to give the "
+    "final answer; exactly one of them."
+)
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "planner": frozenset({"tools"}),
@@ -158,6 +172,9 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "correction": frozenset({"problem", "sent", "expected"}),
     "text_call_correction": frozenset({"problem", "tools"}),
     "reply_cut_off": frozenset({"max_tokens"}),
+    "json_correction": frozenset({"problem", "sent", "expected"}),
+    "decide_note": frozenset(),
+    "json_note": frozenset({"fields"}),
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
     "no_progress": frozenset({"step", "times", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
@@ -168,6 +185,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "plan_steps": frozenset(),
     "respond_tool": frozenset(),
     "respond_response": frozenset(),
+    "decide_tool": frozenset(),
 }
 
 
@@ -185,6 +203,9 @@ class Prompts:
     correction: str = CORRECTION
     text_call_correction: str = TEXT_CALL_CORRECTION
     reply_cut_off: str = REPLY_CUT_OFF
+    json_correction: str = JSON_CORRECTION
+    decide_note: str = DECIDE_NOTE
+    json_note: str = JSON_NOTE
     not_finished: str = NOT_FINISHED
     no_progress: str = NO_PROGRESS
     step_unfinished: str = STEP_UNFINISHED
@@ -195,6 +216,7 @@ class Prompts:
     plan_steps: str = PLAN_STEPS
     respond_tool: str = RESPOND_TOOL
     respond_response: str = RESPOND_RESPONSE
+    decide_tool: str = DECIDE_TOOL
 
     def __post_init__(self) -> None:
         """Reject a template that names a placeholder it will never be given."""

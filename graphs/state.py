@@ -2,9 +2,10 @@
 
 The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
 and the ids of the steps it waits for), the `executed_steps` with their results, the final
-`response`, the shared task list (`tasks_context`) and how many execute→replan rounds ran
-(`iterations`). Each round carries out one wave: every planned step whose dependencies are
-done, side by side (see `runnable_steps`).
+`response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
+(`iterations`) and, once the model server refused a way of asking for decisions, the way used
+instead (`decision_mode`). Each round carries out one wave: every planned step whose
+dependencies are done, side by side (see `runnable_steps`).
 
 A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
 after the item before it, or `{"step": text, "depends_on": [positions]}` with 1-based positions
@@ -21,6 +22,7 @@ from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph import add_messages
 from typing_extensions import TypedDict
 
+from replan.graphs.context import DecisionMode
 from replan.graphs.errors import InvalidInputError
 from replan.graphs.task_merge import merge_task_updates
 from replan.state.task_views import format_task_list
@@ -72,6 +74,39 @@ NO_PROGRESS_TIMES = 2
 run as making no progress."""
 
 
+class DecisionFallback(TypedDict):
+    """A way of asking for decisions the model server refused in this run: `refused` (the
+    mode), `asked` (what the request carried that was refused), the HTTP `status`, and the
+    mode asked in instead."""
+
+    refused: DecisionMode
+    asked: str
+    status: int
+    fallback: DecisionMode
+
+
+class DecisionModeRecord(TypedDict):
+    """How this run asks for decisions since the server refused a way (`mode`), and each
+    refusal; absent while nothing was refused."""
+
+    mode: DecisionMode
+    fallbacks: list[DecisionFallback]
+
+
+def fallbacks_of(record: DecisionModeRecord | None) -> list[DecisionFallback]:
+    """The fallbacks `record` holds (none without one)."""
+    return list(record["fallbacks"]) if record else []
+
+
+def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -> DecisionMode:
+    """The mode a run asks in: `requested`, or the mode it fell back to from it."""
+    instead = {fallback["refused"]: fallback["fallback"] for fallback in fallbacks_of(record)}
+    mode = requested
+    while mode in instead:  # fallbacks only go forward in DECISION_MODES: no cycle
+        mode = instead[mode]
+    return mode
+
+
 class PlanExecuteOutput(TypedDict, total=False):
     """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
     when the run ended without meeting the objective."""
@@ -98,6 +133,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     recovered_calls: Annotated[int, operator.add]
     """How many tool calls the model wrote as text were recovered, over every node and
     executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
+    decision_mode: DecisionModeRecord
 
 
 class StepRun(TypedDict):

@@ -1,8 +1,9 @@
 """Nodes written once, run by sync and async graphs alike.
 
 A node's logic is a generator of `Call`s (a runnable and its input: a model turn, the
-executor's inner graph). `dual_node` drives it with `invoke` in sync runs and `ainvoke` in async
-runs, so `graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
+executor's inner graph); an error a call raises is raised inside the generator at its `yield`.
+`dual_node` drives it with `invoke` in sync runs and `ainvoke` in async runs, so
+`graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class Call:
 
 
 Steps = Generator[Call, Any, T]
-"""A node's logic: yields `Call`s, is sent each call's result, returns the node's result."""
+"""A node's logic: yields `Call`s, is sent each call's result (or has its error raised at the
+`yield`), returns the node's result."""
 
 
 @dataclass(frozen=True)
@@ -50,13 +52,26 @@ def _send(steps: Steps[T], result: Any) -> Call | _Finished[T]:
         return _Finished(stop.value)
 
 
+def _throw(steps: Steps[T], error: Exception) -> Call | _Finished[T]:
+    """Resume `steps` with the error its call raised: what it wants next if it handles the
+    error, else the error goes on up."""
+    try:
+        return steps.throw(error)
+    except StopIteration as stop:
+        return _Finished(stop.value)
+
+
 def drive(steps: Steps[T]) -> T:
     """Run `steps` to the end, invoking each call synchronously."""
     step = _send(steps, None)
     while isinstance(step, Call):
-        with step.guard():
-            result = step.runnable.invoke(step.input)
-        step = _send(steps, result)
+        try:
+            with step.guard():
+                result = step.runnable.invoke(step.input)
+        except Exception as error:
+            step = _throw(steps, error)
+        else:
+            step = _send(steps, result)
     return step.value
 
 
@@ -64,9 +79,13 @@ async def adrive(steps: Steps[T]) -> T:
     """Run `steps` to the end, awaiting each call."""
     step = _send(steps, None)
     while isinstance(step, Call):
-        with step.guard():
-            result = await step.runnable.ainvoke(step.input)
-        step = _send(steps, result)
+        try:
+            with step.guard():
+                result = await step.runnable.ainvoke(step.input)
+        except Exception as error:
+            step = _throw(steps, error)
+        else:
+            step = _send(steps, result)
     return step.value
 
 

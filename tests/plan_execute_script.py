@@ -12,6 +12,9 @@
 - executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
   named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
+A decision asked for in another mode (a JSON reply, or one `decide` tool) is recognised by the
+fields it asks for; the scripted server turns the scripted call into what was asked.
+
 Since nothing is remembered between calls, two processes may share one server and a run may
 be killed and resumed.
 """
@@ -100,12 +103,28 @@ def _plan_shape(prompt: str) -> tuple[int, str] | None:
     return (int(match[2]), match[3]) if match else None
 
 
+def _asked_fields(request: dict[str, Any]) -> set[str]:
+    """The fields a decision request asks for as JSON (`response_format`) or in its one
+    `decide` tool (other decision modes than forced `plan`/`respond` calls)."""
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict):
+        schema = response_format.get("schema") or response_format.get("json_schema", {}).get(
+            "schema", {}
+        )
+        return set(schema.get("properties", {}))
+    for spec in request.get("tools") or []:
+        if spec.get("function", {}).get("name") == "decide":
+            return set(spec["function"].get("parameters", {}).get("properties", {}))
+    return set()
+
+
 def classify(request: dict[str, Any]) -> Call:
     """Which graph node sent `request` and, for the executor, which step it runs."""
     names = _tool_names(request)
-    if _forced_tool(request) == "plan" or names == ["plan"]:
+    asked = _asked_fields(request)
+    if _forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
         return Call("planner")
-    if "plan" in names and "respond" in names:
+    if ("plan" in names and "respond" in names) or asked == {"steps", "response"}:
         return Call("replanner")
     prompt = prompt_text(request)
     done = _done(prompt)

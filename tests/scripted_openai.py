@@ -31,6 +31,9 @@ from typing import Any, Literal
 
 __all__ = [
     "BROKEN_REPLIES",
+    "LLAMA_CPP",
+    "LLAMA_CPP_PYTHON",
+    "OLLAMA",
     "Reply",
     "Quirks",
     "Responder",
@@ -87,6 +90,12 @@ class Quirks:
 
     Each kind of departure is a field; `answer` applies them all to the reply chosen for a
     request (it may refuse the request instead, or reshape the reply).
+
+    Like OpenAI, the server honours a request's constraints on the script's decisions: a reply
+    that is one tool call becomes, for a request with a `response_format` (JSON schema or JSON
+    object), assistant text holding the call's arguments as JSON, and, for a request forcing
+    another tool by name whose parameters take those arguments, a call of that tool. So a
+    script written for forced tool calls answers in every decision mode.
     """
 
     calls_as_text: CallsAsText | None = None
@@ -99,13 +108,80 @@ class Quirks:
     the request's `max_tokens` (or `max_completion_tokens`), which ends it with finish_reason
     "length"; without a limit it runs on to the end of its context (`RUN_ON_CONTEXT_TOKENS`)."""
 
+    refuse_required: bool = False
+    """HTTP 500 with an empty message for `tool_choice: "required"` (llama-cpp-python)."""
+    refuse_json_schema: bool = False
+    """HTTP 500 for `response_format` of type `json_schema` (llama-cpp-python)."""
+    ignore_named_choice: bool = False
+    """A `tool_choice` naming a function is not enforced: the script's reply stands as the
+    model's own choice (llama.cpp's llama-server)."""
+    ignore_tool_choice: bool = False
+    """No `tool_choice` is enforced, named or "required" (Ollama)."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
+        if self.refuse_required and body.get("tool_choice") == "required":
+            return http_error(500)
+        if self.refuse_json_schema and _format_type(body) == "json_schema":
+            return http_error(500)
+        if not (self.ignore_named_choice or self.ignore_tool_choice):
+            reply = _named_choice_enforced(body, reply)
+        reply = _response_format_honoured(body, reply)
         if self.calls_as_text is not None:
             reply = _calls_as_text(reply, self.calls_as_text)
         if self.run_on:
             reply = _run_on(body, reply)
         return reply
+
+
+def _format_type(body: dict[str, Any]) -> str | None:
+    response_format = body.get("response_format")
+    return response_format.get("type") if isinstance(response_format, dict) else None
+
+
+def _one_call_args(reply: Reply) -> dict[str, Any] | None:
+    """The arguments of `reply` when it is exactly one tool call with a JSON object of them."""
+    if len(reply.calls) != 1:
+        return None
+    try:
+        args = json.loads(reply.calls[0].arguments)
+    except ValueError:
+        return None
+    return args if isinstance(args, dict) else None
+
+
+def _named_choice_enforced(body: dict[str, Any], reply: Reply) -> Reply:
+    """A call of the tool the request forces by name, when the script called another tool
+    with arguments that tool takes."""
+    choice = body.get("tool_choice")
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    args = _one_call_args(reply)
+    if name is None or args is None or reply.calls[0].name == name:
+        return reply
+    for tool in body.get("tools") or []:
+        function = tool.get("function", {})
+        if (
+            function.get("name") == name
+            and args.keys() <= function.get("parameters", {}).get("properties", {}).keys()
+        ):
+            return tool_call(name, args)
+    return reply
+
+
+def _response_format_honoured(body: dict[str, Any], reply: Reply) -> Reply:
+    """For a request asking for a JSON reply, a scripted tool call's arguments as the text."""
+    args = _one_call_args(reply)
+    if _format_type(body) in ("json_schema", "json_object") and args is not None:
+        return text(json.dumps(args))
+    return reply
+
+
+LLAMA_CPP_PYTHON = Quirks(refuse_required=True, refuse_json_schema=True)
+"""llama-cpp-python's server (chat format `chatml-function-calling`)."""
+LLAMA_CPP = Quirks(ignore_named_choice=True, calls_as_text="fenced")
+"""llama.cpp's `llama-server --jinja` with a small model that writes its calls as text."""
+OLLAMA = Quirks(ignore_tool_choice=True)
+"""Ollama's OpenAI-compatible API."""
 
 
 def _calls_as_text(reply: Reply, shape: CallsAsText) -> Reply:

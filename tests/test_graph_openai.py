@@ -85,7 +85,7 @@ def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer, mode: Mode)
 
 
 def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
-    server.push(*[http_error(500, "down for good", retry_after_ms=1)] * 2)
+    server.responder = lambda _: http_error(500, "down for good", retry_after_ms=1)
     with pytest.raises(Exception, match="down for good"):
         run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=1))
 

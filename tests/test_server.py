@@ -21,7 +21,7 @@ from replan.graphs.cli import main as replan
 from tests import plan_execute_script as script
 from tests.dev_server import REPO, dev_server
 from tests.readme import README, python_blocks
-from tests.scripted_openai import Reply, ScriptedOpenAIServer, tool_call
+from tests.scripted_openai import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
 
 pytestmark = pytest.mark.slow  # a real `langgraph dev` server
 
@@ -48,6 +48,7 @@ class Served:
     url: str
     client: SyncLangGraphClient
     db: Path
+    model: ScriptedOpenAIServer
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             "REPLAN_DEV_DB": str(db),
         }
         with dev_server(tmp, env) as url:
-            yield Served(url, get_sync_client(url=url), db)
+            yield Served(url, get_sync_client(url=url), db, model)
 
 
 @pytest.fixture
@@ -133,6 +134,33 @@ def test_the_cli_reads_runs_of_the_dev_server(
     assert replan(["show", "--db", str(served.db), "--thread-id", thread]) == 0
     shown = capsys.readouterr().out
     assert "Status: waiting for approval" in shown and f"1. {STEPS[0]}" in shown
+
+
+def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Served) -> None:
+    client = served.client
+    thread = new_thread(client)
+    served.model.quirks = LLAMA_CPP_PYTHON  # refuses tool_choice "required"
+    try:
+        parts = client.runs.stream(
+            thread,
+            assistant_id(client),
+            input=OBJECTIVE,
+            context={"max_retries": 0},
+            stream_mode=["custom", "updates"],
+        )
+        custom = [part.data for part in parts if part.event == "custom"]
+    finally:
+        served.model.quirks = Quirks()
+    fallback = {
+        "refused": "tool_required",
+        "asked": "tool_choice 'required'",
+        "status": 500,
+        "fallback": "tool_named",
+    }
+    assert custom == [{"decision_mode": fallback}]
+    values = client.threads.get_state(thread)["values"]
+    assert isinstance(values, dict) and values["response"] == ANSWER
+    assert values["decision_mode"] == {"mode": "tool_named", "fallbacks": [fallback]}
 
 
 def _paused(client: SyncLangGraphClient) -> str:

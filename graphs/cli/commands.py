@@ -27,6 +27,7 @@ from importlib.metadata import version
 from typing import Any, NoReturn
 
 from replan.graphs.context import (
+    DECISION_MODES,
     DEFAULT_EXECUTOR_MAX_STEPS,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_ITERATIONS,
@@ -235,6 +236,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--task-tools",
         choices=TASK_TOOLS_CHOICES,
         help="the executor's task tools: short descriptions (default), full ones, or none",
+    )
+    group.add_argument(
+        "--decision-mode",
+        choices=DECISION_MODES,
+        help="how the planner and replanner ask for their decision: a forced tool call "
+        "(tool_required, default), one tool named in tool_choice (tool_named), or a JSON reply "
+        "(json_schema, json_object); a mode the server refuses falls back to the next",
     )
 
 

@@ -3,9 +3,9 @@
 `ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks",
 "custom"], subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running
 node: the planner, each executor step (several at once when a plan runs steps side by side),
-the replanner. A lane shows its tool calls with short arguments, task-list changes, model
-retries ("HTTP 500, retrying in 2 s"), tool calls read from the text of a reply, how long it
-has waited for the model, and its elapsed time.
+the replanner. A lane shows its tool calls with short arguments, task-list changes, model retries
+("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its elapsed time; a
+note says when the model server refused the run's way of asking for decisions.
 
 Two displays show the lanes: `PlainDisplay` writes lines (for logs and pipes; a line names its
 lane when several run at once) and `LiveDisplay` draws the open lanes with rich on a terminal,
@@ -29,7 +29,8 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from replan.graphs.cli.summary import first_line
+from replan.graphs.cli.summary import fallback_line, first_line
+from replan.graphs.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.state import ExecutedStep, PlannedStep, format_plan
 from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.state import Task, TaskContext
@@ -257,8 +258,8 @@ class ProgressPrinter:
     def handle(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
         """Show one `(namespace, mode, chunk)` event of `astream(..., stream_mode=["updates",
         "tasks", "custom"], subgraphs=True)`."""
-        if mode == "custom" and isinstance(chunk, dict) and chunk.get("kind") == TEXT_CALLS_EVENT:
-            self._text_calls(chunk)
+        if mode == "custom":
+            self._custom(chunk)
         elif namespace:
             self._inner(namespace[0], mode, chunk)
         elif mode == "tasks" and "input" in chunk:
@@ -272,6 +273,16 @@ class ProgressPrinter:
                     continue
                 for part in _updates(update):
                     self._node_finished(node, part, saved=saved)
+
+    def _custom(self, chunk: Any) -> None:
+        """Events a node writes itself: tool calls read from a reply's text, a fallback to
+        another way of asking for decisions."""
+        if not isinstance(chunk, dict):
+            return
+        if chunk.get("kind") == TEXT_CALLS_EVENT:
+            self._text_calls(chunk)
+        elif fallback := chunk.get(DECISION_STREAM_KEY):
+            self.display.note(fallback_line(fallback))
 
     def tick(self) -> None:
         """Bring waiting times up to date (call it every `TICK_SECONDS`)."""

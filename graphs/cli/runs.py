@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -64,7 +64,7 @@ from replan.graphs.cli.summary import (
 from replan.graphs.context import Context
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.state import format_plan
+from replan.graphs.state import effective_mode, format_plan
 
 
 def resume_hint(args: argparse.Namespace) -> str:
@@ -305,10 +305,14 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
     async with open_checkpointer(args.db) as saver:
         stored = await _stored(saver, args)
         args.resume_hint = resume_hint(args)
+        graph = _graph(saver)
+        snapshot = await graph.aget_state(_config(args.thread_id))
         context = _context(args, stored)
+        # A mode the server refused earlier in the run is not asked for again.
+        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+        context = replace(context, decision_mode=mode)
         metadata = run_metadata(context.settings(), stored.get(STARTED_KEY))
-        run = Run(args, _graph(saver), context, _config(args.thread_id, metadata))
-        snapshot = await run.graph.aget_state(run.config)
+        run = Run(args, graph, context, _config(args.thread_id, metadata))
         review = _review_from_flags(args)
         if review is not None and not snapshot.interrupts:
             ended = " (it has ended)" if is_finished(snapshot) else ""

@@ -16,7 +16,9 @@ from langgraph.types import StateSnapshot
 
 from replan.graphs.cli.persistence import STARTED_KEY, stored_settings
 from replan.graphs.state import (
+    DecisionFallback,
     PlanExecuteState,
+    effective_mode,
     format_executed_steps,
     format_plan,
     objective_text,
@@ -111,6 +113,24 @@ def _started_at(snapshot: StateSnapshot) -> str | None:
     return str(stored) if stored else None
 
 
+def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
+    """The settings the CLI stored with the run, its decision mode as the run now asks (the
+    checkpoints written before a fallback still name the mode it started with)."""
+    settings = stored_settings(snapshot.metadata)
+    record = snapshot.values.get("decision_mode")
+    if settings and record and settings.get("decision_mode"):
+        settings["decision_mode"] = effective_mode(settings["decision_mode"], record)
+    return settings
+
+
+def fallback_line(fallback: DecisionFallback) -> str:
+    """What a run says when the model server refused its way of asking for decisions."""
+    return (
+        f"model server refused {fallback['asked']} (HTTP {fallback['status']}); asking for "
+        f"decisions as {fallback['fallback']} from now on"
+    )
+
+
 def _tasks(snapshot: StateSnapshot) -> TaskContext:
     return snapshot.values.get("tasks_context") or TaskContext()
 
@@ -143,7 +163,8 @@ def summarize(
         "recovered_calls": values.get("recovered_calls", 0),
         "review": review,
         "error": errors[0] if errors else None,
-        "settings": stored_settings(snapshot.metadata),
+        "settings": run_settings(snapshot),
+        "decision_mode": values.get("decision_mode"),
         "started_at": _started_at(snapshot),
         "updated_at": snapshot.created_at,
     }
@@ -177,9 +198,12 @@ def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
         f"Started: {local_time(_started_at(snapshot))}",
         f"Updated: {local_time(snapshot.created_at)}",
     ]
-    if settings := stored_settings(snapshot.metadata):
+    if settings := run_settings(snapshot):
         lines = "\n".join(f"{key}: {value}" for key, value in settings.items())
         parts.append(f"Settings:\n{_indent(lines)}")
+    if record := values.get("decision_mode"):
+        lines = "\n".join(fallback_line(fallback) for fallback in record["fallbacks"])
+        parts.append(f"Decisions asked as {record['mode']}:\n{_indent(lines)}")
     parts += [
         f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",

@@ -1,0 +1,465 @@
+"""How the planner and replanner ask the model server for a decision, whatever it supports.
+
+A decision is one of the `DecisionTool`s offered (`plan` with `steps`, `respond` with
+`response`), read as that tool's validated arguments. `Context.decision_mode` says how it is
+asked for:
+
+- `tool_required`: the tools, with `tool_choice` forcing a call: the tool's name when only one
+  is offered, else "required" (OpenAI, vLLM, llama.cpp's llama-server).
+- `tool_named`: one tool forced by name. With several decisions they come as one tool,
+  `decide`, whose arguments hold the fields of exactly one of them (llama-cpp-python, which
+  refuses "required").
+- `json_schema`: no tools; `response_format` with the JSON schema of the decision's fields
+  (llama-server, Ollama, which ignores `tool_choice`).
+- `json_object`: llama-cpp-python's form of it, `{"type": "json_object", "schema": ...}`.
+
+Every mode reads a reply the same way in the end: a reply that carries no usable decision is a
+`ModelMistake`, which `decide` corrects and asks again. A request the server refuses (HTTP
+400, 422, 500, 501) is asked again in the next modes of `DECISION_MODES`; once one is
+accepted, the refused modes are never asked for again in this run (`DecisionModes`: the run's
+`decision_mode` state channel remembers it, and a stream event says it). When every mode is
+refused the server's first error goes up as `ModelUnavailableError`, as any other HTTP error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import openai
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
+from langchain_openai import ChatOpenAI
+from langgraph.config import get_stream_writer
+from pydantic import BaseModel, ValidationError
+
+from replan.graphs.chat_model import ask_model, cut_off
+from replan.graphs.context import DECISION_MODES, Context, DecisionMode
+from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
+from replan.graphs.prompts import Prompts
+from replan.graphs.state import (
+    DecisionFallback,
+    DecisionModeRecord,
+    PlanExecuteState,
+    effective_mode,
+    fallbacks_of,
+)
+from replan.graphs.steps import Steps
+from replan.graphs.text_calls import OfferedTools, recovered_calls
+from replan.tools.arguments import validation_problems
+
+SENT_PREVIEW_CHARS = 300
+DECIDE_TOOL_NAME = "decide"
+"""The one tool of `tool_named` mode when several decisions are offered."""
+REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
+"""HTTP statuses with which servers refuse a `tool_choice` or `response_format` they do not
+support (llama-cpp-python: 500 with an empty message)."""
+STREAM_KEY = "decision_mode"
+"""Key of the custom stream event (`stream_mode="custom"`) sent when a run falls back."""
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+@dataclass(frozen=True)
+class DecisionTool:
+    """A tool the model calls to give a structured answer; `args` validates its arguments."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    field_descriptions: dict[str, str]
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
+        local servers cannot follow). Built once: every planner and replanner call sends it."""
+        return self._spec
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        parameters: dict[str, Any] = self._spec["function"]["parameters"]
+        return parameters
+
+    @functools.cached_property
+    def _spec(self) -> dict[str, Any]:
+        parameters = _inline_refs(self.args.model_json_schema())
+        parameters.pop("title", None)
+        parameters.pop("description", None)
+        for name, description in self.field_descriptions.items():
+            parameters["properties"][name]["description"] = description
+        function = {"name": self.name, "description": self.description, "parameters": parameters}
+        return {"type": "function", "function": function}
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with each `{"$ref": "#/$defs/X"}` replaced by the definition of X."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
+def decision_schema(tools: Sequence[DecisionTool]) -> dict[str, Any]:
+    """The JSON schema of a decision among `tools`: one tool's arguments, or for several an
+    object with every tool's fields, none required (exactly one tool's must be given)."""
+    if len(tools) == 1:
+        return tools[0].parameters
+    properties: dict[str, Any] = {}
+    for tool in tools:
+        properties.update(tool.parameters["properties"])
+    return {"type": "object", "properties": properties}
+
+
+class ModelMistake(Exception):
+    """A reply that does not carry a usable decision."""
+
+    def __init__(self, problem: str, sent: str) -> None:
+        self.problem = problem
+        self.sent = sent if len(sent) <= SENT_PREVIEW_CHARS else sent[:SENT_PREVIEW_CHARS] + "…"
+        super().__init__(f"{problem}: {self.sent}")
+
+
+def _one_call(reply: AIMessage, offered: Sequence[str]) -> tuple[str, dict[str, Any], str]:
+    """The name, arguments and shown text of the reply's only tool call, one of `offered`;
+    ModelMistake otherwise."""
+    if reply.invalid_tool_calls:
+        bad = reply.invalid_tool_calls[0]
+        raise ModelMistake(
+            f"the arguments of `{bad.get('name')}` are not valid JSON", str(bad.get("args"))
+        )
+    if not reply.tool_calls:
+        text = reply.text
+        raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)")
+    if len(reply.tool_calls) > 1:
+        names = ", ".join(call["name"] for call in reply.tool_calls)
+        raise ModelMistake("more than one tool call; exactly one is needed", names)
+    call = reply.tool_calls[0]
+    sent = f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
+    if call["name"] not in offered:
+        raise ModelMistake(f"unexpected tool call `{call['name']}`", sent)
+    return call["name"], call["args"], sent
+
+
+def _validated(tool: DecisionTool, args: Any, what: str, sent: str) -> BaseModel:
+    try:
+        return tool.args.model_validate(args)
+    except ValidationError as exc:
+        raise ModelMistake(f"{what} do not parse ({validation_problems(exc)})", sent) from exc
+
+
+def read_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
+    """The validated arguments of the one tool the reply chose; raise ModelMistake otherwise."""
+    offered = {tool.name: tool for tool in tools}
+    name, args, sent = _one_call(reply, list(offered))
+    return _validated(offered[name], args, f"the arguments of `{name}`", sent)
+
+
+def _fields(tool: DecisionTool) -> list[str]:
+    return list(tool.args.model_fields)
+
+
+def read_fields(args: Any, tools: Sequence[DecisionTool], sent: str) -> BaseModel:
+    """The decision an object of fields holds: the arguments of the one tool whose fields it
+    gives, validated; ModelMistake otherwise."""
+    if not isinstance(args, dict):
+        raise ModelMistake(f"a JSON {type(args).__name__} instead of an object", sent)
+    chosen = [tool for tool in tools if not args.keys().isdisjoint(_fields(tool))]
+    if len(tools) > 1 and len(chosen) != 1:
+        raise ModelMistake(f"exactly one of {_field_list(tools)} is needed", sent)
+    tool = chosen[0] if chosen else tools[0]
+    return _validated(tool, args, f"the fields of the `{tool.name}` decision", sent)
+
+
+def _field_list(tools: Sequence[DecisionTool]) -> str:
+    return " or ".join(f"`{name}`" for tool in tools for name in _fields(tool))
+
+
+def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseModel:
+    """The decision the reply's text holds as a JSON object (a ```json fence is allowed)."""
+    text = reply.text.strip()
+    sent = repr(text) if text else "(an empty reply)"
+    fenced = _FENCE.match(text)
+    try:
+        args = json.loads(fenced[1] if fenced else text)
+    except ValueError:
+        raise ModelMistake("the reply is not a JSON object", sent) from None
+    return read_fields(args, tools, sent)
+
+
+RequestKind = Literal["tools", "decide", "json"]
+"""The decision tools themselves, the one `decide` tool, or a JSON object as the reply."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """A decision request in one mode: the model bound to ask it, the messages to send, what
+    the request forces (`asked`, for messages), and how the reply is read and corrected."""
+
+    model: Runnable[LanguageModelInput, BaseMessage]
+    messages: list[BaseMessage]
+    asked: str
+    tools: Sequence[DecisionTool]
+    kind: RequestKind = "tools"
+
+    def offered(self) -> OfferedTools | None:
+        """The tools a call written as text may name (none when a JSON object is the reply)."""
+        if self.kind == "json":
+            return None
+        if self.kind == "decide":
+            return OfferedTools.of([DECIDE_TOOL_NAME])
+        required = self.tools[0].args if len(self.tools) == 1 else None
+        return OfferedTools.of([tool.name for tool in self.tools], required)
+
+    def read(self, reply: AIMessage) -> BaseModel:
+        """The decision in `reply`; ModelMistake when it holds none."""
+        if self.kind == "json":
+            return read_json_decision(reply, self.tools)
+        if self.kind == "decide":
+            _, args, sent = _one_call(reply, [DECIDE_TOOL_NAME])
+            return read_fields(args, self.tools, sent)
+        return read_decision(reply, self.tools)
+
+    def correction(self, mistake: ModelMistake, prompts: Prompts) -> str:
+        """What the model is told after `mistake`."""
+        template, expected = prompts.correction, f"`{DECIDE_TOOL_NAME}`"
+        if self.kind == "json":
+            template, expected = prompts.json_correction, _field_list(self.tools)
+        elif self.kind == "tools":
+            expected = " or ".join(f"`{tool.name}`" for tool in self.tools)
+        return template.format(problem=mistake.problem, sent=mistake.sent, expected=expected)
+
+
+def _with_note(messages: Sequence[BaseMessage], note: str) -> list[BaseMessage]:
+    """`messages` with `note` at the end of the leading system message (some chat templates
+    take only one, first)."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return [SystemMessage(f"{messages[0].text}\n\n{note}"), *messages[1:]]
+    return [SystemMessage(note), *messages]
+
+
+def _json_request(
+    mode: DecisionMode,
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    tools: Sequence[DecisionTool],
+    prompts: Prompts,
+) -> Request:
+    schema = decision_schema(tools)
+    response_format: dict[str, Any] = (
+        {"type": "json_schema", "json_schema": {"name": "decision", "schema": schema}}
+        if mode == "json_schema"
+        else {"type": "json_object", "schema": schema}
+    )
+    if isinstance(model, ChatOpenAI):
+        # Sent as is: langchain-openai would route a `response_format` through the OpenAI
+        # client's structured-output parser, which raises on a reply cut off at a token limit
+        # instead of handing it over to be corrected.
+        extra_body = {**(model.extra_body or {}), "response_format": response_format}
+        bound = model.bind(extra_body=extra_body)
+    else:
+        bound = model.bind(response_format=response_format)
+    fields = "\n".join(
+        f'- "{name}": {tool.description} {tool.field_descriptions.get(name, "")}'.rstrip()
+        for tool in tools
+        for name in _fields(tool)
+    )
+    note = prompts.json_note.format(fields=fields)
+    return Request(bound, _with_note(messages, note), f"response_format {mode}", tools, "json")
+
+
+def decide_spec(tools: Sequence[DecisionTool], prompts: Prompts) -> dict[str, Any]:
+    """The OpenAI function schema of the `decide` tool: the fields of every tool of `tools`,
+    exactly one tool's to be given."""
+    function = {
+        "name": DECIDE_TOOL_NAME,
+        "description": prompts.decide_tool,
+        "parameters": decision_schema(tools),
+    }
+    return {"type": "function", "function": function}
+
+
+def build_request(
+    mode: DecisionMode,
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    tools: Sequence[DecisionTool],
+    prompts: Prompts,
+) -> Request:
+    """How to ask `model` for a decision among `tools` in `mode`."""
+    if mode in ("json_schema", "json_object"):
+        return _json_request(mode, model, messages, tools, prompts)
+    if len(tools) == 1:
+        name = tools[0].name
+        bound = model.bind_tools([tools[0].spec()], tool_choice=name)
+        return Request(bound, list(messages), f"a named tool_choice ('{name}')", tools)
+    if mode == "tool_required":
+        bound = model.bind_tools([tool.spec() for tool in tools], tool_choice="any")
+        return Request(bound, list(messages), "tool_choice 'required'", tools)
+    bound = model.bind_tools([decide_spec(tools, prompts)], tool_choice=DECIDE_TOOL_NAME)
+    asked = f"a named tool_choice ('{DECIDE_TOOL_NAME}')"
+    return Request(bound, _with_note(messages, prompts.decide_note), asked, tools, "decide")
+
+
+def refusal_status(error: ModelUnavailableError) -> int | None:
+    """The HTTP status of a server's refusal behind `error`, or None for any other failure."""
+    cause = error.__cause__
+    if isinstance(cause, openai.APIStatusError) and cause.status_code in REFUSAL_STATUSES:
+        return cause.status_code
+    return None
+
+
+@dataclass
+class DecisionModes:
+    """How one run asks for decisions: the mode its context asks for, and the fallbacks its
+    state records. `update()` is the state update a node returns to keep new fallbacks."""
+
+    requested: DecisionMode = "tool_required"
+    record: DecisionModeRecord | None = None
+    changed: bool = False
+
+    @classmethod
+    def of_run(cls, context: Context | None, state: PlanExecuteState) -> DecisionModes:
+        """The modes of the run whose context and state these are."""
+        requested = (context or Context()).decision_mode
+        return cls(requested, state.get("decision_mode"))
+
+    @property
+    def mode(self) -> DecisionMode:
+        """The mode to ask in now."""
+        return effective_mode(self.requested, self.record)
+
+    def candidates(self) -> list[DecisionMode]:
+        """The mode to ask in, then the modes to try if the server refuses it."""
+        return list(DECISION_MODES[DECISION_MODES.index(self.mode) :])
+
+    def fell_back(
+        self, refusals: Sequence[tuple[Request, DecisionMode, int]], to: DecisionMode
+    ) -> None:
+        """Record that the server refused these requests and accepted mode `to`, and say so on
+        the run's custom stream."""
+        fallbacks = fallbacks_of(self.record)
+        for request, refused, status in refusals:
+            fallback: DecisionFallback = {
+                "refused": refused,
+                "asked": request.asked,
+                "status": status,
+                "fallback": to,
+            }
+            fallbacks.append(fallback)
+            _announce(fallback)
+        self.record = {"mode": to, "fallbacks": fallbacks}
+        self.changed = True
+
+    def update(self) -> dict[str, Any]:
+        """`{"decision_mode": record}` when this node fell back, else nothing."""
+        return {"decision_mode": self.record} if self.changed and self.record else {}
+
+
+def _announce(fallback: DecisionFallback) -> None:
+    try:
+        write = get_stream_writer()
+    except RuntimeError:  # outside a graph run
+        return
+    write({STREAM_KEY: dict(fallback)})
+
+
+def _ask(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    tools: Sequence[DecisionTool],
+    prompts: Prompts,
+    modes: DecisionModes,
+) -> Steps[tuple[Request, AIMessage]]:
+    """One model turn asking for a decision, in the run's mode or, if the server refuses
+    that, the first later mode it accepts."""
+    refusals: list[tuple[Request, DecisionMode, int]] = []
+    first_error: ModelUnavailableError | None = None
+    for mode in modes.candidates():
+        request = build_request(mode, model, messages, tools, prompts)
+        if any(request.asked == refused.asked for refused, _, _ in refusals):
+            continue  # this mode asks the same of the server (one decision: a named choice)
+        try:
+            reply = yield from ask_model(request.model, request.messages, request.offered())
+        except ModelUnavailableError as exc:
+            status = refusal_status(exc)
+            if status is None:
+                raise
+            first_error = first_error or exc
+            refusals.append((request, mode, status))
+            continue
+        if refusals:
+            modes.fell_back(refusals, mode)
+        return request, reply
+    assert first_error is not None
+    raise first_error
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision's validated arguments (their type, `PlanArgs` or `RespondArgs`, says which
+    tool), and how many tool calls written as text were recovered while asking for it."""
+
+    args: BaseModel
+    recovered_calls: int = 0
+
+    def update(self) -> dict[str, int]:
+        """The state update counting the recovered calls (nothing when there were none)."""
+        return {"recovered_calls": self.recovered_calls} if self.recovered_calls else {}
+
+
+def _reply_preview(reply: AIMessage) -> str:
+    """What a reply held, its whitespace folded: its tool calls, else its text."""
+    calls = ", ".join(
+        f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)})"
+        for call in reply.tool_calls
+    )
+    return calls or " ".join(reply.text.split()) or "(an empty reply)"
+
+
+def decide(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    tools: Sequence[DecisionTool],
+    *,
+    node: str,
+    prompts: Prompts,
+    retries: int,
+    max_tokens: int,
+    modes: DecisionModes | None = None,
+) -> Steps[Decision]:
+    """Ask `model` for exactly one of `tools`; correct and retry up to `retries` times.
+
+    `modes` says how to ask (default: `tool_required`) and records a fallback. A reply cut off
+    at its `max_tokens` limit counts only if it still holds a whole, valid decision (a small
+    model may run on after it); otherwise the model is told it was cut off.
+    """
+    modes = modes or DecisionModes()
+    conversation = list(messages)
+    recovered = 0
+    for _ in range(retries + 1):
+        request, reply = yield from _ask(model, conversation, tools, prompts, modes)
+        recovered += recovered_calls(reply)
+        try:
+            return Decision(request.read(reply), recovered)
+        except ModelMistake as exc:
+            mistake = exc
+            if cut_off(reply):
+                problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
+                mistake = ModelMistake(problem, _reply_preview(reply))
+            conversation.append(HumanMessage(request.correction(mistake, prompts)))
+    raise PlanExecuteError(
+        node, f"{mistake.problem}, still after {retries + 1} attempts", mistake.sent
+    )
