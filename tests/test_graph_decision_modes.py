@@ -313,7 +313,7 @@ def test_servers_that_ignore_tool_choice_refuse_nothing(
 def test_llama_server_ignoring_the_named_decide_tool_is_a_mistake_corrected_in_vain(
     server: ScriptedOpenAIServer,
 ) -> None:
-    server.quirks = LLAMA_CPP  # the model calls `plan` although `decide` was named
+    server.quirks = Quirks(ignore_named_choice=True)  # it calls `plan` though `decide` was named
     with pytest.raises(PlanExecuteError, match="replanner: unexpected tool call `plan`"):
         run(
             build_plan_execute_graph(),
@@ -375,7 +375,7 @@ def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
     server: ScriptedOpenAIServer,
 ) -> None:
     named = {"type": "function", "function": {"name": "decide"}}
-    for quirks in (LLAMA_CPP, OLLAMA):
+    for quirks in (Quirks(ignore_named_choice=True), OLLAMA):
         server.quirks = quirks
         reply = _ask(server, tools=[DECIDE_TOOL], tool_choice=named)
         assert [c.function.name for c in reply.choices[0].message.tool_calls or []] == ["plan"]

@@ -32,6 +32,7 @@ from tests.scripted_openai import (
     Quirks,
     Reply,
     ScriptedOpenAIServer,
+    ToolCallSpec,
     text,
     tool_call,
 )
@@ -151,31 +152,54 @@ def _running_on_at(server: ScriptedOpenAIServer, *requests: int) -> None:
     server.responder = responder
 
 
+CUT_OFF_PLAN = Reply(
+    calls=(ToolCallSpec("plan", '{"steps": ["Step 1 of 2 [compare'),), finish_reason="length"
+)
+"""A `plan` call whose arguments the token limit cut off mid-way."""
+
+
+def _stream_or_run(server: ScriptedOpenAIServer, streamed: bool, **context: Any) -> Any:
+    graph, run_context = build_plan_execute_graph(), _context(server, **context)
+    if not streamed:
+        return run(graph, OBJECTIVE, "sync", context=run_context)
+    # token streaming makes the model calls streamed requests
+    items = stream(
+        graph, OBJECTIVE, "sync", stream_mode=["messages", "values"], context=run_context
+    )
+    return [chunk for kind, chunk in items if kind == "values"][-1]
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
-def test_a_decision_cut_off_at_the_limit_is_corrected_and_asked_again(
+def test_a_whole_decision_that_runs_on_to_the_limit_is_taken(
     server: ScriptedOpenAIServer, streamed: bool
 ) -> None:
     _running_on_at(server, 1)  # the planner's first reply: a good plan, then newlines
-    graph, context = build_plan_execute_graph(), _context(server, decision_max_tokens=50)
-    if streamed:  # token streaming makes the model calls streamed requests
-        items = stream(
-            graph, OBJECTIVE, "sync", stream_mode=["messages", "values"], context=context
-        )
-        result = [chunk for kind, chunk in items if kind == "values"][-1]
-    else:
-        result = run(graph, OBJECTIVE, "sync", context=context)
+    result = _stream_or_run(server, streamed, decision_max_tokens=50)
+
     assert result["response"].endswith("are done: RESULT 1/2, RESULT 2/2")
     first, second, *_ = server.requests
     assert bool(first.get("stream")) is streamed
+    assert [script.classify(r).role for r in (first, second)] == ["planner", "executor"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+def test_a_decision_cut_off_inside_is_corrected_and_asked_again(
+    server: ScriptedOpenAIServer, streamed: bool
+) -> None:
+    server.push(CUT_OFF_PLAN)
+    server.responder = script.respond
+    result = _stream_or_run(server, streamed, decision_max_tokens=50)
+
+    assert result["response"].startswith("All ")  # the script answers the correction
+    first, second, *_ = server.requests
     assert [script.classify(r).role for r in (first, second)] == ["planner", "planner"]
     correction = second["messages"][-1]["content"]
     assert "cut off at the limit of 50 tokens" in correction and "brief" in correction
-    assert "You sent: plan(" in correction  # what the cut-off reply held, whitespace folded
     assert script.classify(server.requests[2]).role == "executor"
 
 
 def test_a_decision_cut_off_every_time_fails_the_run(server: ScriptedOpenAIServer) -> None:
-    server.quirks = Quirks(run_on=True)
+    server.responder = lambda request: CUT_OFF_PLAN
     graph = build_plan_execute_graph(mistake_retries=1)
     with pytest.raises(PlanExecuteError, match="cut off at the limit of 1024 tokens.*after 2"):
         run(graph, OBJECTIVE, "sync", context=_context(server))
