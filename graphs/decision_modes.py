@@ -443,8 +443,10 @@ def decide(
     """Ask `model` for exactly one of `tools`; correct and retry up to `retries` times.
 
     `modes` says how to ask (default: `tool_required`) and records a fallback. A reply cut off
-    at its `max_tokens` limit counts only if it still holds a whole, valid decision (a small
-    model may run on after it); otherwise the model is told it was cut off.
+    at its `max_tokens` limit is a mistake (the model is told so), unless its decision was
+    written as text that still parses whole: a small model may run on after a JSON object. A
+    tool call cut off is never taken: the client reads streamed arguments leniently, so a
+    truncated call could pass for a whole one.
     """
     modes = modes or DecisionModes()
     conversation = list(messages)
@@ -453,6 +455,8 @@ def decide(
         request, reply = yield from _ask(model, conversation, tools, prompts, modes)
         recovered += recovered_calls(reply)
         try:
+            if cut_off(reply) and reply.tool_calls and not recovered_calls(reply):
+                raise ModelMistake("cut off", "")  # streamed arguments are read leniently
             return Decision(request.read(reply), recovered)
         except ModelMistake as exc:
             mistake = exc

@@ -170,11 +170,11 @@ def _stream_or_run(server: ScriptedOpenAIServer, streamed: bool, **context: Any)
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
-def test_a_whole_decision_that_runs_on_to_the_limit_is_taken(
+def test_a_json_decision_that_runs_on_to_the_limit_is_taken(
     server: ScriptedOpenAIServer, streamed: bool
 ) -> None:
-    _running_on_at(server, 1)  # the planner's first reply: a good plan, then newlines
-    result = _stream_or_run(server, streamed, decision_max_tokens=50)
+    _running_on_at(server, 1)  # the planner's first reply: a whole plan, then newlines
+    result = _stream_or_run(server, streamed, decision_max_tokens=50, decision_mode="json_schema")
 
     assert result["response"].endswith("are done: RESULT 1/2, RESULT 2/2")
     first, second, *_ = server.requests
@@ -183,14 +183,33 @@ def test_a_whole_decision_that_runs_on_to_the_limit_is_taken(
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
+def test_a_tool_call_that_runs_on_to_the_limit_is_asked_again(
+    server: ScriptedOpenAIServer, streamed: bool
+) -> None:
+    _running_on_at(server, 1)  # the planner's first reply: a good call, then newlines
+    result = _stream_or_run(server, streamed, decision_max_tokens=50)
+
+    assert result["response"].endswith("are done: RESULT 1/2, RESULT 2/2")
+    first, second, *_ = server.requests
+    assert [script.classify(r).role for r in (first, second)] == ["planner", "planner"]
+    assert "cut off at the limit of 50 tokens" in second["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
 def test_a_decision_cut_off_inside_is_corrected_and_asked_again(
     server: ScriptedOpenAIServer, streamed: bool
 ) -> None:
+    def responder(request: dict[str, Any]) -> Reply:  # the script plans for the objective
+        corrected = "cut off" in str(request["messages"][-1]["content"])
+        return script.respond(
+            {**request, "messages": request["messages"][: -1 if corrected else None]}
+        )
+
     server.push(CUT_OFF_PLAN)
-    server.responder = script.respond
+    server.responder = responder
     result = _stream_or_run(server, streamed, decision_max_tokens=50)
 
-    assert result["response"].startswith("All ")  # the script answers the correction
+    assert result["response"].endswith("are done: RESULT 1/2, RESULT 2/2")
     first, second, *_ = server.requests
     assert [script.classify(r).role for r in (first, second)] == ["planner", "planner"]
     correction = second["messages"][-1]["content"]
