@@ -166,6 +166,7 @@ def chat_model_from_context(context: Context) -> BaseChatModel:
         timeout=context.timeout,
         http_client=_sync_http_client(),
         http_async_client=_async_http_client(),
+        stream_usage=True,  # streamed replies end with their usage, as plain ones carry it
     )
 
 
@@ -177,7 +178,8 @@ def resolve_model(model: BaseChatModel | None, context: Context | None) -> BaseC
 def ask_model(
     model: Runnable[LanguageModelInput, BaseMessage], messages: Sequence[BaseMessage]
 ) -> Steps[AIMessage]:
-    """One model turn over `messages` (its tokens stream in `stream_mode="messages"`).
+    """One model turn over `messages` (its tokens stream in `stream_mode="messages"`); the
+    usage its reply reports is counted for the node (`replan.graphs.steps`).
 
     A reply that is not a usable chat completion is asked for again, as often as the run's
     `Context.max_retries` lets the client retry a failing server.
@@ -188,7 +190,7 @@ def ask_model(
         exponential_jitter_params=RETRY_BACKOFF,
         stop_after_attempt=context.max_retries + 1,
     )
-    reply = yield Call(retrying, list(messages), guard=model_errors)
+    reply = yield Call(retrying, list(messages), guard=model_errors, metered=True)
     if not isinstance(reply, AIMessage):
         raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
     return with_distinct_call_ids(reply)

@@ -3,8 +3,9 @@
 Each step that can start runs as its own `executor` task (a LangGraph `Send`, see `wave`), so
 the steps of a wave run side by side, at most `Context.max_concurrency` at a time. A branch gets
 a `StepRun`: the objective, its step, the results of the steps it depends on and the task list;
-it returns its step's result and, when it changed the task list, a `TaskReplay` that the state
-merges with the other branches' changes (`replan.graphs.task_merge`).
+it returns its step's result, the usage of the step's model calls (attributed to the step) and,
+when it changed the task list, a `TaskReplay` that the state merges with the other branches'
+changes (`replan.graphs.task_merge`).
 
 The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …) over its own
 `messages` and `tasks_context`, so the task tools see the state they need and parallel tool
@@ -55,6 +56,7 @@ from replan.graphs.state import (
 from replan.graphs.steps import Call, Steps, dual_node
 from replan.graphs.task_merge import task_replay
 from replan.state.tasks import TaskContext
+from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
 
 EXECUTOR = "executor"
@@ -109,7 +111,8 @@ class Executor:
         self.loop = self.compile()
 
     def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        """Carry out one step with the tools and record its result (and task-list changes).
+        """Carry out one step with the tools and record its result, its model usage (and
+        task-list changes).
 
         The inner loop inherits the run's context (and its sync or async mode).
         """
@@ -125,6 +128,9 @@ class Executor:
             "status": status,
         }
         update: dict[str, Any] = {"executed_steps": [executed]}
+        if done.get("usage"):
+            used = total_tally(done["usage"])
+            update["usage"] = step_usage(EXECUTOR, step["id"], step["step"], used)
         replay = task_replay(tasks, done["messages"])
         if replay is not None:
             update["tasks_context"] = replay

@@ -2,8 +2,9 @@
 
 The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
 and the ids of the steps it waits for), the `executed_steps` with their results, the final
-`response`, the shared task list (`tasks_context`) and how many execute→replan rounds ran
-(`iterations`). Each round carries out one wave: every planned step whose dependencies are
+`response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
+(`iterations`) and the tokens the model calls used (`usage`, per node and per plan step, see
+`replan.state.usage`). Each round carries out one wave: every planned step whose dependencies are
 done, side by side (see `runnable_steps`).
 
 A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
@@ -25,6 +26,7 @@ from replan.graphs.errors import InvalidInputError
 from replan.graphs.task_merge import merge_task_updates
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
+from replan.state.usage import RunUsage, merge_usage
 from replan.tools.task_state import TasksState, as_task_context
 
 REPLANNER_RESULT_CHARS = 600
@@ -68,13 +70,14 @@ StopReason = Literal["", "max_iterations"]
 
 
 class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
-    when the run ended without meeting the objective."""
+    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
+    when the run ended without meeting the objective, and the model calls' `usage`."""
 
     response: str
     plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
+    usage: RunUsage
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
@@ -82,6 +85,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
 
     `tasks_context` merges the task-list changes of parallel executor branches
     (`replan.graphs.task_merge`); a plain `TaskContext` written to it replaces the list.
+    `usage` adds up what every node reports (parallel steps' usage too).
     """
 
     plan: list[PlannedStep]
@@ -90,6 +94,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     stop_reason: StopReason
     tasks_context: Annotated[TaskContext, merge_task_updates]
     iterations: int
+    usage: Annotated[RunUsage, merge_usage]
 
 
 class StepRun(TypedDict):
@@ -103,9 +108,11 @@ class StepRun(TypedDict):
 
 
 class ExecutorState(TasksState, total=False):
-    """State of the executor's inner tool loop; `model_calls` counts its model turns."""
+    """State of the executor's inner tool loop; `model_calls` counts its model turns, `usage`
+    adds up their tokens."""
 
     model_calls: int
+    usage: Annotated[RunUsage, merge_usage]
 
 
 def objective_text(messages: list[AnyMessage]) -> str:

@@ -3,6 +3,10 @@
 A node's logic is a generator of `Call`s (a runnable and its input: a model turn, the
 executor's inner graph). `dual_node` drives it with `invoke` in sync runs and `ainvoke` in async
 runs, so `graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
+
+A call marked `metered` is a model turn: the driver tallies the usage its reply reports
+(`replan.state.usage`), and `dual_node` adds the node's tally to the node's update as `usage`,
+under the node's name, so every model call is counted where it was made.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
 
 from replan.graphs.context import Context
+from replan.state.usage import Tally, add_tallies, call_tally, empty_tally, node_usage
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -25,12 +30,14 @@ S = TypeVar("S")
 class Call:
     """A runnable a node's steps want invoked with `input`; the driver picks sync or async.
 
-    `guard` wraps the invocation (e.g. to turn a model client's errors into replan's own).
+    `guard` wraps the invocation (e.g. to turn a model client's errors into replan's own);
+    `metered` marks a model turn, whose reply's `usage_metadata` is tallied.
     """
 
     runnable: Runnable[Any, Any]
     input: Any
     guard: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)
+    metered: bool = False
 
 
 Steps = Generator[Call, Any, T]
@@ -50,33 +57,63 @@ def _send(steps: Steps[T], result: Any) -> Call | _Finished[T]:
         return _Finished(stop.value)
 
 
-def drive(steps: Steps[T]) -> T:
+class Meter:
+    """The usage of the metered calls a driver made."""
+
+    def __init__(self) -> None:
+        self.tally = empty_tally()
+
+    def record(self, call: Call, result: Any) -> None:
+        """Count `result` when `call` is a model turn."""
+        if call.metered:
+            usage = getattr(result, "usage_metadata", None)
+            self.tally = add_tallies(self.tally, call_tally(usage))
+
+
+def drive(steps: Steps[T], meter: Meter | None = None) -> T:
     """Run `steps` to the end, invoking each call synchronously."""
     step = _send(steps, None)
     while isinstance(step, Call):
         with step.guard():
             result = step.runnable.invoke(step.input)
+        if meter is not None:
+            meter.record(step, result)
         step = _send(steps, result)
     return step.value
 
 
-async def adrive(steps: Steps[T]) -> T:
+async def adrive(steps: Steps[T], meter: Meter | None = None) -> T:
     """Run `steps` to the end, awaiting each call."""
     step = _send(steps, None)
     while isinstance(step, Call):
         with step.guard():
             result = await step.runnable.ainvoke(step.input)
+        if meter is not None:
+            meter.record(step, result)
         step = _send(steps, result)
     return step.value
 
 
+def _with_usage(node: str, update: T, tally: Tally) -> T:
+    """`update` with the node's model usage added, when it made model calls."""
+    if not tally["calls"] or not isinstance(update, dict):
+        return update
+    return cast(T, {**update, "usage": node_usage(node, tally)})
+
+
 def dual_node(steps: Callable[[S, Runtime[Context]], Steps[T]]) -> RunnableLambda[S, T]:
-    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`)."""
+    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`); its
+    update carries the usage of its model calls (see the module docstring)."""
+    node = steps.__name__
 
     def run(state: S) -> T:
-        return drive(steps(state, get_runtime(Context)))
+        meter = Meter()
+        update = drive(steps(state, get_runtime(Context)), meter)
+        return _with_usage(node, update, meter.tally)
 
     async def arun(state: S) -> T:
-        return await adrive(steps(state, get_runtime(Context)))
+        meter = Meter()
+        update = await adrive(steps(state, get_runtime(Context)), meter)
+        return _with_usage(node, update, meter.tally)
 
     return RunnableLambda(run, afunc=arun, name=steps.__name__)

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +37,9 @@ __all__ = [
     "ScriptedOpenAIServer",
     "http_error",
     "raw",
+    "reported_usage",
     "text",
+    "tokens",
     "tool_call",
     "tool_calls",
 ]
@@ -68,6 +70,9 @@ class Reply:
     call_ids: tuple[str | None, ...] = ()
     """Ids for `calls` as a broken server sends them (repeated, "" or None: left out);
     empty means distinct ids."""
+    usage: bool = True
+    """Whether the reply reports its usage (`usage` in JSON, a last chunk in a stream when the
+    request asks for it with `stream_options.include_usage`)."""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -82,9 +87,15 @@ class Quirks:
     request (it may refuse the request instead, or reshape the reply).
     """
 
+    usage: bool = True
+    """False: the server reports no usage, neither in JSON replies nor in streams."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
-        return reply
+        return self._usage_reported(reply)
+
+    def _usage_reported(self, reply: Reply) -> Reply:
+        return reply if self.usage else replace(reply, usage=False)
 
 
 def text(content: str) -> Reply:
@@ -146,11 +157,41 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
-def _usage() -> dict[str, int]:
-    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+CHARS_PER_TOKEN = 4
 
 
-def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any]:
+def tokens(text: str) -> int:
+    """The tokens this server counts for `text`: one per 4 characters, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def reported_usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The usage this server reports for `reply` to request `body`: prompt tokens from the
+    messages' text, completion tokens from the reply's text and calls, and the leading system
+    message's tokens as cached (as a server that caches a stable prompt head would)."""
+    messages = body.get("messages") or []
+    prompt = sum(tokens(_text_of(message)) for message in messages)
+    head = messages[0] if messages and messages[0].get("role") == "system" else {}
+    written = (reply.content or "") + "".join(c.name + c.arguments for c in reply.calls)
+    completion = tokens(written)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": tokens(_text_of(head))},
+    }
+
+
+def _completion(
+    reply: Reply, completion_id: str, created: int, usage: dict[str, Any] | None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
     if reply.calls:
         message["tool_calls"] = [
@@ -174,7 +215,7 @@ def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any
                 "finish_reason": "tool_calls" if reply.calls else "stop",
             }
         ],
-        "usage": _usage(),
+        **({"usage": usage} if usage is not None else {}),
     }
 
 
@@ -204,7 +245,9 @@ def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], 
     yield {}, "tool_calls"
 
 
-def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) -> Iterator[str]:
+def _stream_events(
+    reply: Reply, completion_id: str, created: int, usage: dict[str, Any] | None
+) -> Iterator[str]:
     base = {
         "id": completion_id,
         "object": "chat.completion.chunk",
@@ -215,11 +258,11 @@ def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) 
     for delta, finish in _deltas(reply, completion_id):
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         chunk = {**base, "choices": [choice]}
-        if usage:
+        if usage is not None:
             chunk["usage"] = None
         yield json.dumps(chunk)
-    if usage:
-        yield json.dumps({**base, "choices": [], "usage": _usage()})
+    if usage is not None:
+        yield json.dumps({**base, "choices": [], "usage": usage})
     yield "[DONE]"
 
 
@@ -278,10 +321,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         completion_id = f"chatcmpl-{next(self.server.ids)}"
         created = int(time.time())
+        asked = not body.get("stream") or (body.get("stream_options") or {}).get("include_usage")
+        usage = reported_usage(body, reply) if reply.usage and asked else None
+        self.server.owner.reported(body, usage)
         if not body.get("stream"):
-            self._send(200, _completion(reply, completion_id, created), {})
+            self._send(200, _completion(reply, completion_id, created, usage), {})
             return
-        usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -319,6 +364,9 @@ class ScriptedOpenAIServer:
     quirks: Quirks = field(default_factory=Quirks)
     _queue: deque[Reply] = field(default_factory=deque, init=False, repr=False)
     _requests: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _usages: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: _Server | None = field(default=None, init=False, repr=False)
 
@@ -353,6 +401,17 @@ class ScriptedOpenAIServer:
         """A copy of the JSON bodies of the completion requests received so far."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def usages(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Each chat completion sent so far: its request and the usage reported (None: none)."""
+        with self._lock:
+            return list(self._usages)
+
+    def reported(self, body: dict[str, Any], usage: dict[str, Any] | None) -> None:
+        """Record that the reply to `body` reported `usage` (called from handler threads)."""
+        with self._lock:
+            self._usages.append((body, usage))
 
     def push(self, *replies: Reply) -> None:
         """Queue replies; they are used, in order, before the responder."""

@@ -1,0 +1,203 @@
+"""Tokens a run used, per node and per plan step, and what they cost: pure arithmetic.
+
+A `Tally` sums model calls: how many were made, how many of them came back without the usage
+the server is asked to report (their tokens are unknown, never guessed), and the input, cached
+input and output tokens of the others. `RunUsage` is what a run's state keeps: a tally per
+graph node (`planner`, `replanner`, `executor`) and one per plan step, by step id (the executor
+calls made for it). `merge_usage` adds two of them, which is how parallel steps' usage lands.
+
+Prices are dollars per million tokens (`Price`); `KNOWN_PRICES` lists some OpenAI models and is
+the one source of those figures; `cost` turns a tally into dollars.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict
+from urllib.parse import urlsplit
+
+TALLY_FIELDS = ("calls", "calls_without_usage", "input_tokens", "cached_tokens", "output_tokens")
+UNKNOWN = "unknown"
+"""What people see where tokens (or a cost) are not known."""
+
+
+class Tally(TypedDict):
+    """Model calls and their tokens. `input_tokens` include the `cached_tokens` the server
+    read from its prompt cache; token counts cover only the calls that reported usage."""
+
+    calls: int
+    calls_without_usage: int
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+
+
+class StepTally(Tally):
+    """The executor calls made for one plan step, with the step's text."""
+
+    step: str
+
+
+class RunUsage(TypedDict, total=False):
+    """A run's usage: a tally per node, and per plan step (keys: step ids as strings)."""
+
+    nodes: dict[str, Tally]
+    steps: dict[str, StepTally]
+
+
+def empty_tally() -> Tally:
+    """No calls."""
+    return Tally(calls=0, calls_without_usage=0, input_tokens=0, cached_tokens=0, output_tokens=0)
+
+
+def call_tally(usage_metadata: Mapping[str, Any] | None) -> Tally:
+    """One model call, from the `usage_metadata` of its reply (None: the server reported none)."""
+    tally = empty_tally()
+    tally["calls"] = 1
+    if usage_metadata is None:
+        tally["calls_without_usage"] = 1
+        return tally
+    details = usage_metadata.get("input_token_details") or {}
+    tally["input_tokens"] = int(usage_metadata.get("input_tokens") or 0)
+    tally["cached_tokens"] = int(details.get("cache_read") or 0)
+    tally["output_tokens"] = int(usage_metadata.get("output_tokens") or 0)
+    return tally
+
+
+def add_tallies(*tallies: Mapping[str, Any]) -> Tally:
+    """The sum of `tallies` (fields a tally lacks count as 0)."""
+    total = empty_tally()
+    for tally in tallies:
+        for name in TALLY_FIELDS:
+            total[name] += int(tally.get(name) or 0)  # type: ignore[literal-required]
+    return total
+
+
+def merge_usage(left: RunUsage | None, right: RunUsage | None) -> RunUsage:
+    """`left` and `right` added node by node and step by step (the reducer of the state's
+    `usage` channel)."""
+    nodes = dict((left or {}).get("nodes") or {})
+    for node, tally in ((right or {}).get("nodes") or {}).items():
+        nodes[node] = add_tallies(nodes.get(node) or {}, tally)
+    steps = dict((left or {}).get("steps") or {})
+    for key, step in ((right or {}).get("steps") or {}).items():
+        before: Mapping[str, Any] = steps.get(key) or {}
+        text = step.get("step") or before.get("step") or ""
+        steps[key] = StepTally(step=text, **add_tallies(before, step))
+    merged = RunUsage()
+    if nodes:
+        merged["nodes"] = nodes
+    if steps:
+        merged["steps"] = steps
+    return merged
+
+
+def node_usage(node: str, tally: Tally) -> RunUsage:
+    """`tally` as the usage of graph node `node`."""
+    return RunUsage(nodes={node: tally})
+
+
+def step_usage(node: str, step_id: int, step: str, tally: Tally) -> RunUsage:
+    """`tally` as the usage of node `node` carrying out plan step `step_id` (text `step`)."""
+    return RunUsage(nodes={node: tally}, steps={str(step_id): StepTally(step=step, **tally)})
+
+
+def total_tally(usage: RunUsage | None) -> Tally:
+    """All the calls of `usage`."""
+    return add_tallies(*((usage or {}).get("nodes") or {}).values())
+
+
+def tokens_known(tally: Mapping[str, Any]) -> bool:
+    """Whether some call of `tally` reported its tokens."""
+    return int(tally.get("calls") or 0) > int(tally.get("calls_without_usage") or 0)
+
+
+# --- prices ----------------------------------------------------------------------------------
+
+
+def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | None:
+    """`value` as a price if it is a finite number of 0 or more; ValueError naming `name`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number of dollars per million tokens, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more, not {value}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens: input, cached input (read from the prompt cache), output."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    """None: cached input tokens cost as much as other input tokens."""
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cached_input"):
+            check_price(name, getattr(self, name), allow_none=name == "cached_input")
+
+
+KNOWN_PRICES: dict[str, Price] = {
+    "gpt-4o-mini": Price(input=0.15, cached_input=0.075, output=0.60),
+    "gpt-4o": Price(input=2.50, cached_input=1.25, output=10.00),
+    "gpt-4.1": Price(input=2.00, cached_input=0.50, output=8.00),
+    "gpt-4.1-mini": Price(input=0.40, cached_input=0.10, output=1.60),
+    "gpt-4.1-nano": Price(input=0.10, cached_input=0.025, output=0.40),
+}
+"""OpenAI's list prices (USD per million tokens, standard tier, as published in 2025) of some
+models; a run may name its own with `--price-in` / `--price-out`."""
+OPENAI_HOST = "api.openai.com"
+TOKENS_PER_PRICE_UNIT = 1_000_000
+
+
+def known_price(model: str, base_url: str | None) -> Price | None:
+    """The list price of `model` when it is served by OpenAI itself (no other base URL)."""
+    if base_url and urlsplit(base_url).hostname != OPENAI_HOST:
+        return None
+    return KNOWN_PRICES.get(model)
+
+
+def cost(tally: Mapping[str, Any], price: Price) -> float | None:
+    """Dollars for the calls of `tally` that reported usage, or None if none did."""
+    if not tokens_known(tally):
+        return None
+    cached = int(tally.get("cached_tokens") or 0)
+    fresh = int(tally.get("input_tokens") or 0) - cached
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    dollars = fresh * price.input + cached * cached_price
+    dollars += int(tally.get("output_tokens") or 0) * price.output
+    return dollars / TOKENS_PER_PRICE_UNIT
+
+
+# --- for people --------------------------------------------------------------------------------
+
+
+def _calls(count: int) -> str:
+    return f"{count} model call{'s' if count != 1 else ''}"
+
+
+def tally_text(tally: Mapping[str, Any]) -> str:
+    """`3 model calls: 1,200 in (800 cached), 90 out`, saying which tokens are unknown."""
+    calls, missing = int(tally.get("calls") or 0), int(tally.get("calls_without_usage") or 0)
+    if not tokens_known(tally):
+        return f"{_calls(calls)}: tokens {UNKNOWN}" if calls else _calls(0)
+    cached = int(tally.get("cached_tokens") or 0)
+    tokens = f"{int(tally.get('input_tokens') or 0):,} in"
+    tokens += f" ({cached:,} cached)" if cached else ""
+    tokens += f", {int(tally.get('output_tokens') or 0):,} out"
+    if missing:
+        tokens += f", plus {UNKNOWN} tokens of {_calls(missing)} without usage"
+    return f"{_calls(calls)}: {tokens}"
+
+
+def dollars_text(dollars: float | None, tally: Mapping[str, Any]) -> str:
+    """`$0.0123`, `at least $0.0123` when some calls reported no usage, or `unknown`."""
+    if dollars is None:
+        return UNKNOWN
+    shown = f"${dollars:.4f}" if dollars < 1 else f"${dollars:,.2f}"
+    return f"at least {shown}" if int(tally.get("calls_without_usage") or 0) else shown
