@@ -9,6 +9,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from replan.state.usage import check_price
+
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_ITERATIONS = 10
@@ -122,6 +124,19 @@ class Context:
         },
     )
 
+    price_in: float | None = field(
+        default=None,
+        metadata={
+            "description": "Dollars per million input tokens, to estimate the run's cost "
+            "(with price_out). Empty: OpenAI's list price for known models on api.openai.com, "
+            "else no cost estimate. Cached input tokens cost the same at a given price."
+        },
+    )
+    price_out: float | None = field(
+        default=None,
+        metadata={"description": "Dollars per million output tokens (with price_in)."},
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
@@ -140,6 +155,10 @@ class Context:
             raise ValueError(
                 f"replan must be one of {', '.join(REPLAN_MODES)}, not {self.replan!r}"
             )
+        check_price("price_in", self.price_in, allow_none=True)
+        check_price("price_out", self.price_out, allow_none=True)
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("price_in and price_out go together: give both or neither")
 
     def settings(self) -> dict[str, Any]:
         """The fields as plain values (no secrets live here), e.g. to store with a run."""

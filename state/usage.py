@@ -162,6 +162,26 @@ def known_price(model: str, base_url: str | None) -> Price | None:
     return KNOWN_PRICES.get(model)
 
 
+@dataclass(frozen=True)
+class Pricing:
+    """The price a run's cost is estimated at, and where it comes from."""
+
+    price: Price
+    source: str
+
+
+def run_pricing(settings: Mapping[str, Any] | None) -> Pricing | None:
+    """The price for a run with `settings` (a `Context`'s fields): its own `price_in` and
+    `price_out`, else the list price of its model on OpenAI, else None."""
+    settings = settings or {}
+    if settings.get("price_in") is not None and settings.get("price_out") is not None:
+        price = Price(input=settings["price_in"], output=settings["price_out"])
+        return Pricing(price, "price_in/price_out")
+    model = str(settings.get("model") or "")
+    listed = known_price(model, settings.get("base_url"))
+    return None if listed is None else Pricing(listed, f"OpenAI list price of {model}")
+
+
 def cost(tally: Mapping[str, Any], price: Price) -> float | None:
     """Dollars for the calls of `tally` that reported usage, or None if none did."""
     if not tokens_known(tally):
