@@ -5,11 +5,10 @@ Everything a run may change lives here, so Studio, the SDK and the CLI can set i
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
-
-from replan.state.usage import check_price
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -38,6 +37,17 @@ def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND
     if not minimum <= value <= maximum:
         raise ValueError(f"{name} must be between {minimum} and {maximum}, not {value}")
     return value
+
+
+def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | None:
+    """`value` as a price if it is a finite number of 0 or more; ValueError naming `name`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number of dollars per million tokens, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more, not {value}")
+    return float(value)
 
 
 @dataclass(kw_only=True)

@@ -12,7 +12,6 @@ the one source of those figures; `cost` turns a tally into dollars.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -117,17 +116,6 @@ def tokens_known(tally: Mapping[str, Any]) -> bool:
 # --- prices ----------------------------------------------------------------------------------
 
 
-def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | None:
-    """`value` as a price if it is a finite number of 0 or more; ValueError naming `name`."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a number of dollars per million tokens, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be 0 or more, not {value}")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class Price:
     """Dollars per million tokens: input, cached input (read from the prompt cache), output."""
@@ -136,10 +124,6 @@ class Price:
     output: float
     cached_input: float | None = None
     """None: cached input tokens cost as much as other input tokens."""
-
-    def __post_init__(self) -> None:
-        for name in ("input", "output", "cached_input"):
-            check_price(name, getattr(self, name), allow_none=name == "cached_input")
 
 
 KNOWN_PRICES: dict[str, Price] = {

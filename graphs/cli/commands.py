@@ -36,6 +36,7 @@ from replan.graphs.context import (
     MAX_CONCURRENCY,
     REPLAN_MODES,
     Context,
+    check_price,
 )
 
 DEFAULT_DB = "replan.sqlite"
@@ -156,10 +157,10 @@ def _temperature(text: str) -> float:
 
 
 def _price(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more dollars, not {text}")
-    return value
+    try:
+        return float(check_price("a price", _number(text)) or 0)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _url(text: str) -> str:

@@ -102,8 +102,8 @@ class Display(Protocol):
         """Time passed."""
 
     def usage(self, text: str, settled: bool) -> None:
-        """The tokens used so far; `settled` once a node has finished (not a model turn of a
-        step still running)."""
+        """The tokens used so far; `settled` once the node that used them has ended (shown
+        once, after its lane closes), not for a model turn of a step still running."""
 
 
 class NullDisplay:
@@ -129,13 +129,11 @@ class NullDisplay:
 
 
 class PlainDisplay:
-    """Progress as lines, for a stderr that is not a terminal. The tokens used so far get a
-    line when a node's lane closes, if they changed."""
+    """Progress as lines, for a stderr that is not a terminal (the tokens so far once they
+    are settled)."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.usage_text = ""
-        self.usage_shown = ""
 
     def note(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -153,9 +151,6 @@ class PlainDisplay:
     def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
         if text:
             self.note(text)
-        if self.usage_text != self.usage_shown:
-            self.note(self.usage_text)
-            self.usage_shown = self.usage_text
 
     def tick(self, lanes: list[Lane], now: float) -> None:
         for lane in lanes:
@@ -168,7 +163,7 @@ class PlainDisplay:
 
     def usage(self, text: str, settled: bool) -> None:
         if settled:
-            self.usage_text = text
+            self.note(text)
 
 
 class LiveDisplay:
@@ -302,6 +297,7 @@ class ProgressPrinter:
         self.started = clock()
         self.usage = usage or RunUsage()
         self.pricing = pricing
+        self.settled = ""
 
     def note(self, text: str) -> None:
         """A line about the whole run (e.g. a hint from the command)."""
@@ -373,6 +369,7 @@ class ProgressPrinter:
         else:
             text = ""
         self.display.closed(lane, text, self._open())
+        self._show_usage(settled=True)
 
     def _inner(self, lane_key: str, mode: str, chunk: Any) -> None:
         """Events of a node's subgraph (the executor's tool loop)."""
@@ -424,7 +421,12 @@ class ProgressPrinter:
         return text
 
     def _show_usage(self, *, settled: bool) -> None:
-        self.display.usage(self.usage_text(), settled)
+        text = self.usage_text()
+        if settled and text == self.settled:
+            return
+        if settled:
+            self.settled = text
+        self.display.usage(text, settled)
 
     def _count(self, usage: RunUsage) -> None:
         """A finished node's usage: it now counts instead of its step's running turns."""
@@ -433,7 +435,7 @@ class ProgressPrinter:
                 if str(lane.step_id) == key:
                     lane.used = empty_tally()
         self.usage = merge_usage(self.usage, usage)
-        self._show_usage(settled=True)
+        self._show_usage(settled=False)
 
     def _node_finished(self, node: str, update: dict[str, Any], *, saved: bool) -> None:
         if update.get("usage"):
@@ -448,11 +450,13 @@ class ProgressPrinter:
                 if saved:  # a resumed wave: this step's result was saved before the stop
                     self._saved_step(done)
         elif node == "replanner" and update.get("stop_reason"):
+            self._show_usage(settled=True)
             self.display.note(
                 f"Objective not finished ({update['stop_reason']}) after {self._elapsed()}; "
                 "the report is below."
             )
         elif node == "replanner" and update.get("response"):
+            self._show_usage(settled=True)
             self.display.note(f"Objective done in {self._elapsed()}; final answer below.")
         elif node == "replanner" and update.get("plan") != self.remaining:
             self._show_plan("Plan revised:", update["plan"])
@@ -465,6 +469,7 @@ class ProgressPrinter:
             self.display.note(text)
         else:
             self.display.closed(self.lanes.pop(key), text, self._open())
+        self._show_usage(settled=True)
 
     def _elapsed(self) -> str:
         return f"{self.clock() - self.started:.1f} s"
