@@ -278,8 +278,9 @@ def _updates(update: Any) -> list[dict[str, Any]]:
 class ProgressPrinter:
     """Turns a run's stream events and model retries into lanes on a `Display`.
 
-    `usage` is what the run had used before this stream (a resumed run's), `pricing` turns
-    tokens into dollars.
+    `usage` is what the run had used before this stream (a resumed run's state, which includes
+    the saved writes that a resumed stream replays as cached updates), `pricing` turns tokens
+    into dollars.
     """
 
     def __init__(
@@ -438,7 +439,7 @@ class ProgressPrinter:
         self._show_usage(settled=False)
 
     def _node_finished(self, node: str, update: dict[str, Any], *, saved: bool) -> None:
-        if update.get("usage"):
+        if update.get("usage") and not saved:  # a saved write is in the usage we started from
             self._count(update["usage"])
         if node == "planner":
             self._show_plan("Plan:", update["plan"])

@@ -189,7 +189,7 @@ def usage_summary(usage: RunUsage | None, pricing: Pricing | None) -> dict[str, 
 def _usage_line(label: str, tally: Mapping[str, Any], pricing: Pricing | None) -> str:
     text = f"{label}: {tally_text(tally)}"
     if pricing is not None:
-        text += f"; {dollars_text(cost(tally, pricing.price), tally)}"
+        text += f"; cost {dollars_text(cost(tally, pricing.price), tally)}"
     return text
 
 
