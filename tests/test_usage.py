@@ -5,6 +5,7 @@ each request and reply; then `show`, `--json` and the progress line of the `repl
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -12,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
-from replan.graphs.cli.progress import Lane, NullDisplay, ProgressPrinter
+from replan.graphs.cli.progress import Lane, LiveDisplay, NullDisplay, ProgressPrinter
 from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state.usage import (
@@ -307,3 +309,20 @@ def test_bad_price_flags_are_one_line_usage_errors(tmp_path: Path) -> None:
         assert outcome.code == 2 and len(outcome.err.splitlines()) == 1, (args, outcome.err)
         assert message in outcome.err and not re.search("Traceback", outcome.err)
     assert not (tmp_path / "replan.sqlite").exists()
+
+
+def test_the_live_display_shows_the_running_total_at_its_foot_and_keeps_it() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=100, record=True)
+    live = LiveDisplay(console)
+    printer = ProgressPrinter(live)
+    printer.lanes["executor:a"] = lane = Lane("Step 1: Fetch A", 0.0, step_id=1)
+    turn = node_usage("act", call_tally({"input_tokens": 1200, "output_tokens": 34}))
+    printer.handle(("executor:a",), "updates", {"act": {"messages": [], "usage": turn}})
+    console.print(live.render([lane]))
+    drawn = console.export_text(clear=True).splitlines()
+    total = "Tokens so far: 1 model call: 1,200 in, 34 out"
+    assert drawn[0].startswith("Step 1: Fetch A") and drawn[-1] == total
+
+    with live:
+        pass
+    assert console.export_text().splitlines()[-1] == total  # kept once the live region is gone
