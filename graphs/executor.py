@@ -130,7 +130,7 @@ class Executor:
         update: dict[str, Any] = {"executed_steps": [executed]}
         if done.get("usage"):
             used = total_tally(done["usage"])
-            update["usage"] = step_usage(EXECUTOR, step["id"], step["step"], used)
+            update["usage"] = step_usage(EXECUTOR, step["id"], used)
         replay = task_replay(tasks, done["messages"])
         if replay is not None:
             update["tasks_context"] = replay

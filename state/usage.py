@@ -1,10 +1,13 @@
 """Tokens a run used, per node and per plan step, and what they cost: pure arithmetic.
 
-A `Tally` sums model calls: how many were made, how many of them came back without the usage
-the server is asked to report (their tokens are unknown, never guessed), and the input, cached
-input and output tokens of the others. `RunUsage` is what a run's state keeps: a tally per
-graph node (`planner`, `replanner`, `executor`) and one per plan step, by step id (the executor
-calls made for it). `merge_usage` adds two of them, which is how parallel steps' usage lands.
+A `Tally` sums model calls: how many were made (`calls`), how many of them came back without
+the usage the server is asked to report (`no_usage`: their tokens are unknown, never guessed),
+and the `input`, `cached` (the part of the input read from the server's prompt cache) and
+`output` tokens of the others. `RunUsage` is what a run's state keeps: a tally per graph node
+(`planner`, `replanner`, `executor`) and one per plan step, by step id as a string (the executor
+calls made for it; the step's text is in the plan and the executed steps). `merge_usage` adds
+two of them, which is how parallel steps' usage lands. The names are short because every
+checkpoint holds the whole usage.
 
 Prices are dollars per million tokens (`Price`); `KNOWN_PRICES` lists some OpenAI models and is
 the one source of those figures; `cost` turns a tally into dollars.
@@ -17,38 +20,33 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
-TALLY_FIELDS = ("calls", "calls_without_usage", "input_tokens", "cached_tokens", "output_tokens")
+TALLY_FIELDS = ("calls", "no_usage", "input", "cached", "output")
+TOKEN_FIELDS = ("input", "cached", "output")
 UNKNOWN = "unknown"
 """What people see where tokens (or a cost) are not known."""
 
 
 class Tally(TypedDict):
-    """Model calls and their tokens. `input_tokens` include the `cached_tokens` the server
-    read from its prompt cache; token counts cover only the calls that reported usage."""
+    """Model calls and their tokens. `input` includes the `cached` tokens; token counts cover
+    only the calls that reported usage (`calls` - `no_usage` of them)."""
 
     calls: int
-    calls_without_usage: int
-    input_tokens: int
-    cached_tokens: int
-    output_tokens: int
-
-
-class StepTally(Tally):
-    """The executor calls made for one plan step, with the step's text."""
-
-    step: str
+    no_usage: int
+    input: int
+    cached: int
+    output: int
 
 
 class RunUsage(TypedDict, total=False):
     """A run's usage: a tally per node, and per plan step (keys: step ids as strings)."""
 
     nodes: dict[str, Tally]
-    steps: dict[str, StepTally]
+    steps: dict[str, Tally]
 
 
 def empty_tally() -> Tally:
     """No calls."""
-    return Tally(calls=0, calls_without_usage=0, input_tokens=0, cached_tokens=0, output_tokens=0)
+    return Tally(calls=0, no_usage=0, input=0, cached=0, output=0)
 
 
 def call_tally(usage_metadata: Mapping[str, Any] | None) -> Tally:
@@ -56,12 +54,12 @@ def call_tally(usage_metadata: Mapping[str, Any] | None) -> Tally:
     tally = empty_tally()
     tally["calls"] = 1
     if usage_metadata is None:
-        tally["calls_without_usage"] = 1
+        tally["no_usage"] = 1
         return tally
     details = usage_metadata.get("input_token_details") or {}
-    tally["input_tokens"] = int(usage_metadata.get("input_tokens") or 0)
-    tally["cached_tokens"] = int(details.get("cache_read") or 0)
-    tally["output_tokens"] = int(usage_metadata.get("output_tokens") or 0)
+    tally["input"] = int(usage_metadata.get("input_tokens") or 0)
+    tally["cached"] = int(details.get("cache_read") or 0)
+    tally["output"] = int(usage_metadata.get("output_tokens") or 0)
     return tally
 
 
@@ -74,21 +72,21 @@ def add_tallies(*tallies: Mapping[str, Any]) -> Tally:
     return total
 
 
+def _added(left: Mapping[str, Tally], right: Mapping[str, Tally]) -> dict[str, Tally]:
+    both = dict(left)
+    for key, tally in right.items():
+        both[key] = add_tallies(both.get(key) or {}, tally)
+    return both
+
+
 def merge_usage(left: RunUsage | None, right: RunUsage | None) -> RunUsage:
     """`left` and `right` added node by node and step by step (the reducer of the state's
     `usage` channel)."""
-    nodes = dict((left or {}).get("nodes") or {})
-    for node, tally in ((right or {}).get("nodes") or {}).items():
-        nodes[node] = add_tallies(nodes.get(node) or {}, tally)
-    steps = dict((left or {}).get("steps") or {})
-    for key, step in ((right or {}).get("steps") or {}).items():
-        before: Mapping[str, Any] = steps.get(key) or {}
-        text = step.get("step") or before.get("step") or ""
-        steps[key] = StepTally(step=text, **add_tallies(before, step))
+    left, right = left or RunUsage(), right or RunUsage()
     merged = RunUsage()
-    if nodes:
+    if nodes := _added(left.get("nodes") or {}, right.get("nodes") or {}):
         merged["nodes"] = nodes
-    if steps:
+    if steps := _added(left.get("steps") or {}, right.get("steps") or {}):
         merged["steps"] = steps
     return merged
 
@@ -98,9 +96,9 @@ def node_usage(node: str, tally: Tally) -> RunUsage:
     return RunUsage(nodes={node: tally})
 
 
-def step_usage(node: str, step_id: int, step: str, tally: Tally) -> RunUsage:
-    """`tally` as the usage of node `node` carrying out plan step `step_id` (text `step`)."""
-    return RunUsage(nodes={node: tally}, steps={str(step_id): StepTally(step=step, **tally)})
+def step_usage(node: str, step_id: int, tally: Tally) -> RunUsage:
+    """`tally` as the usage of node `node` carrying out plan step `step_id`."""
+    return RunUsage(nodes={node: tally}, steps={str(step_id): tally})
 
 
 def total_tally(usage: RunUsage | None) -> Tally:
@@ -110,7 +108,7 @@ def total_tally(usage: RunUsage | None) -> Tally:
 
 def tokens_known(tally: Mapping[str, Any]) -> bool:
     """Whether some call of `tally` reported its tokens."""
-    return int(tally.get("calls") or 0) > int(tally.get("calls_without_usage") or 0)
+    return int(tally.get("calls") or 0) > int(tally.get("no_usage") or 0)
 
 
 # --- prices ----------------------------------------------------------------------------------
@@ -170,11 +168,11 @@ def cost(tally: Mapping[str, Any], price: Price) -> float | None:
     """Dollars for the calls of `tally` that reported usage, or None if none did."""
     if not tokens_known(tally):
         return None
-    cached = int(tally.get("cached_tokens") or 0)
-    fresh = int(tally.get("input_tokens") or 0) - cached
+    cached = int(tally.get("cached") or 0)
+    fresh = int(tally.get("input") or 0) - cached
     cached_price = price.input if price.cached_input is None else price.cached_input
     dollars = fresh * price.input + cached * cached_price
-    dollars += int(tally.get("output_tokens") or 0) * price.output
+    dollars += int(tally.get("output") or 0) * price.output
     return dollars / TOKENS_PER_PRICE_UNIT
 
 
@@ -187,13 +185,13 @@ def _calls(count: int) -> str:
 
 def tally_text(tally: Mapping[str, Any]) -> str:
     """`3 model calls: 1,200 in (800 cached), 90 out`, saying which tokens are unknown."""
-    calls, missing = int(tally.get("calls") or 0), int(tally.get("calls_without_usage") or 0)
+    calls, missing = int(tally.get("calls") or 0), int(tally.get("no_usage") or 0)
     if not tokens_known(tally):
         return f"{_calls(calls)}: tokens {UNKNOWN}" if calls else _calls(0)
-    cached = int(tally.get("cached_tokens") or 0)
-    tokens = f"{int(tally.get('input_tokens') or 0):,} in"
+    cached = int(tally.get("cached") or 0)
+    tokens = f"{int(tally.get('input') or 0):,} in"
     tokens += f" ({cached:,} cached)" if cached else ""
-    tokens += f", {int(tally.get('output_tokens') or 0):,} out"
+    tokens += f", {int(tally.get('output') or 0):,} out"
     if missing:
         tokens += f", plus {UNKNOWN} tokens of {_calls(missing)} without usage"
     return f"{_calls(calls)}: {tokens}"
@@ -204,4 +202,4 @@ def dollars_text(dollars: float | None, tally: Mapping[str, Any]) -> str:
     if dollars is None:
         return UNKNOWN
     shown = f"${dollars:.4f}" if dollars < 1 else f"${dollars:,.2f}"
-    return f"at least {shown}" if int(tally.get("calls_without_usage") or 0) else shown
+    return f"at least {shown}" if int(tally.get("no_usage") or 0) else shown

@@ -161,4 +161,4 @@ def test_sigkill_in_a_wave_then_resume_runs_only_the_unfinished_step(
         total = usage["total"]
         assert total["calls"] == len(server.requests) - 1 == 6
         last = [line for line in resumed.err.splitlines() if line.startswith("Tokens so far")][-1]
-        assert last.startswith(f"Tokens so far: 6 model calls: {total['input_tokens']:,} in ")
+        assert last.startswith(f"Tokens so far: 6 model calls: {total['input']:,} in ")

@@ -35,7 +35,7 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
     result = run(build_plan_execute_graph(model), "Add the two numbers", mode)
 
     usage = result.pop("usage")  # the fake model reports no usage: calls counted, tokens unknown
-    calls = {node: (t["calls"], t["calls_without_usage"]) for node, t in usage["nodes"].items()}
+    calls = {node: (t["calls"], t["no_usage"]) for node, t in usage["nodes"].items()}
     assert calls == {"planner": (1, 1), "executor": (2, 2), "replanner": (2, 2)}
     assert {key: step["calls"] for key, step in usage["steps"].items()} == {"1": 1, "2": 1}
     assert result == {

@@ -62,10 +62,10 @@ def _expected(server: ScriptedOpenAIServer, role: str, step: int | None = None) 
     known = [usage for usage in reported if usage is not None]
     return {
         "calls": len(reported),
-        "calls_without_usage": len(reported) - len(known),
-        "input_tokens": sum(u["prompt_tokens"] for u in known),
-        "cached_tokens": sum(u["prompt_tokens_details"]["cached_tokens"] for u in known),
-        "output_tokens": sum(u["completion_tokens"] for u in known),
+        "no_usage": len(reported) - len(known),
+        "input": sum(u["prompt_tokens"] for u in known),
+        "cached": sum(u["prompt_tokens_details"]["cached_tokens"] for u in known),
+        "output": sum(u["completion_tokens"] for u in known),
     }
 
 
@@ -86,12 +86,19 @@ def _counts(tally: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assert_attributed(usage: dict[str, Any], server: ScriptedOpenAIServer) -> None:
+    """Every node's and every step's tally is what the server reported for its requests (the
+    `--json` document adds each step's text)."""
     for node in ("planner", "executor", "replanner"):
         assert _counts(usage["nodes"][node]) == _expected(server, node), node
     assert {key: _counts(step) for key, step in usage["steps"].items()} == {
-        str(i): {"step": script.step_text(i, 3, TOPIC), **_expected(server, "executor", i)}
-        for i in (1, 2, 3)
+        str(i): {**_text_of(usage, i), **_expected(server, "executor", i)} for i in (1, 2, 3)
     }
+
+
+def _text_of(usage: dict[str, Any], step: int) -> dict[str, str]:
+    """`{"step": text}` where the usage document has step texts (`--json`), else nothing."""
+    has_text = "step" in next(iter(usage["steps"].values()))
+    return {"step": script.step_text(step, 3, TOPIC)} if has_text else {}
 
 
 # --- through the graph ---------------------------------------------------------------------
@@ -107,9 +114,9 @@ def test_usage_per_node_and_per_step_of_a_parallel_wave(
     usage = result["usage"]
     _assert_attributed(usage, server)
     assert [usage["steps"][key]["calls"] for key in "123"] == [1, 2, 1]
-    outputs = [usage["steps"][key]["output_tokens"] for key in "123"]
+    outputs = [usage["steps"][key]["output"] for key in "123"]
     assert outputs[0] < outputs[2]  # each step got its own calls' tokens, not another's
-    assert usage["nodes"]["planner"]["cached_tokens"] > 0  # the server's prompt cache is read
+    assert usage["nodes"]["planner"]["cached"] > 0  # the server's prompt cache is read
     assert total_tally(usage)["calls"] == len(server.requests)
 
 
@@ -134,7 +141,7 @@ def test_streamed_replies_report_their_usage_too(server: ScriptedOpenAIServer) -
     usage = asyncio.run(streamed())["usage"]
     assert all(r["stream"] and r["stream_options"]["include_usage"] for r in server.requests)
     _assert_attributed(usage, server)
-    assert total_tally(usage)["calls_without_usage"] == 0
+    assert total_tally(usage)["no_usage"] == 0
 
 
 def test_a_server_without_usage_counts_calls_with_unknown_tokens(
@@ -145,7 +152,7 @@ def test_a_server_without_usage_counts_calls_with_unknown_tokens(
         result = run(build_plan_execute_graph(), OBJECTIVE, "sync", context=_context(server))
     _assert_attributed(result["usage"], server)
     total = total_tally(result["usage"])
-    assert total["calls"] == total["calls_without_usage"] == len(server.requests) == 6
+    assert total["calls"] == total["no_usage"] == len(server.requests) == 6
     assert tally_text(total) == "6 model calls: tokens unknown"
     assert cost(total, KNOWN_PRICES["gpt-4o-mini"]) is None
 
@@ -159,18 +166,19 @@ def test_merged_usage_adds_calls_and_keeps_each_steps_text() -> None:
         {"input_tokens": 50, "output_tokens": 5, "input_token_details": {"cache_read": 40}}
     )
     merged = merge_usage(
-        merge_usage(step_usage("executor", 7, "Fetch", with_usage), node_usage("planner", cached)),
-        step_usage("executor", 7, "Fetch", call_tally(None)),
+        merge_usage(step_usage("executor", 7, with_usage), node_usage("planner", cached)),
+        step_usage("executor", 7, call_tally(None)),
     )
-    assert merged["steps"]["7"] == {
-        "step": "Fetch",
-        "calls": 2,
-        "calls_without_usage": 1,
-        "input_tokens": 100,
-        "cached_tokens": 0,
-        "output_tokens": 10,
+    assert merged["steps"] == {
+        "7": {"calls": 2, "no_usage": 1, "input": 100, "cached": 0, "output": 10}
     }
-    assert total_tally(merged)["cached_tokens"] == 40
+    assert total_tally(merged) == {
+        "calls": 3,
+        "no_usage": 1,
+        "input": 150,
+        "cached": 40,
+        "output": 15,
+    }
     assert tally_text(merged["steps"]["7"]) == (
         "2 model calls: 100 in, 10 out, plus unknown tokens of 1 model call without usage"
     )
@@ -217,7 +225,7 @@ def test_progress_counts_a_running_step_once_its_update_lands() -> None:
     turn = node_usage("act", call_tally({"input_tokens": 30, "output_tokens": 3}))
     printer.handle(("executor:a",), "updates", {"act": {"messages": [], "usage": turn}})
     assert printer.usage_text() == "Tokens so far: 1 model call: 30 in, 3 out"
-    step = step_usage("executor", 4, "x", total_tally(turn))
+    step = step_usage("executor", 4, total_tally(turn))
     printer.handle((), "updates", {"executor": {"executed_steps": [], "usage": step}})
     assert printer.usage_text() == "Tokens so far: 1 model call: 30 in, 3 out"  # not twice
 
@@ -247,14 +255,14 @@ def test_show_json_and_progress_report_usage_and_cost(tmp_path: Path) -> None:
     total = _expected(server, "planner")
     for role in ("executor", "replanner"):
         total = {key: total[key] + _expected(server, role)[key] for key in total}
-    dollars = (total["input_tokens"] * 1 + total["output_tokens"] * 2) / 1e6
+    dollars = (total["input"] * 1 + total["output"] * 2) / 1e6
     assert usage["total"] == {**total, "cost_usd": pytest.approx(dollars)}
     assert usage["pricing"]["source"] == "price_in/price_out"
 
     lines = _tokens_lines(done.err)
     assert len(lines) >= 4 and lines[-1] == (
-        f"Tokens so far: {total['calls']} model calls: {total['input_tokens']:,} in "
-        f"({total['cached_tokens']:,} cached), {total['output_tokens']:,} out; "
+        f"Tokens so far: {total['calls']} model calls: {total['input']:,} in "
+        f"({total['cached']:,} cached), {total['output']:,} out; "
         f"cost ${dollars:.4f}"
     )
     shown = run_cli(None, tmp_path, "show", "--thread-id", "u").out
@@ -287,13 +295,7 @@ def test_a_server_without_usage_shows_unknown_tokens(tmp_path: Path) -> None:
     assert "  total: 6 model calls: tokens unknown; cost unknown (price_in/price_out)" in shown
     assert "  planner: 1 model call: tokens unknown; cost unknown" in shown
     total = _json(run_cli(None, tmp_path, "show", "--thread-id", "n", "--json"))["usage"]["total"]
-    assert total == {
-        "calls": 6,
-        "calls_without_usage": 6,
-        "input_tokens": None,
-        "cached_tokens": None,
-        "output_tokens": None,
-    }
+    assert total == {"calls": 6, "no_usage": 6, "input": None, "cached": None, "output": None}
 
 
 @pytest.mark.slow  # real processes

@@ -25,6 +25,7 @@ from replan.graphs.state import (
 )
 from replan.state import TaskContext, format_task_list
 from replan.state.usage import (
+    TOKEN_FIELDS,
     Pricing,
     RunUsage,
     cost,
@@ -142,11 +143,8 @@ def _tally_json(tally: Mapping[str, Any], pricing: Pricing | None) -> dict[str, 
     known = tokens_known(tally)
     document: dict[str, Any] = {
         "calls": tally["calls"],
-        "calls_without_usage": tally["calls_without_usage"],
-        **{
-            name: tally[name] if known else None
-            for name in ("input_tokens", "cached_tokens", "output_tokens")
-        },
+        "no_usage": tally["no_usage"],
+        **{name: tally[name] if known else None for name in TOKEN_FIELDS},
     }
     if pricing is not None:
         document["cost_usd"] = cost(tally, pricing.price)
@@ -162,17 +160,23 @@ def _step_keys(usage: RunUsage) -> list[str]:
     return sorted(usage.get("steps") or {}, key=lambda key: (len(key), key))
 
 
-def usage_summary(usage: RunUsage | None, pricing: Pricing | None) -> dict[str, Any]:
+def _step_texts(values: PlanExecuteState) -> dict[str, str]:
+    """The text of every step of the run, by step id as a string."""
+    steps = [*values.get("plan", []), *values.get("executed_steps", [])]
+    return {str(step["id"]): step["step"] for step in steps if "id" in step}
+
+
+def usage_summary(values: PlanExecuteState, pricing: Pricing | None) -> dict[str, Any]:
     """The run's usage for scripts: `total`, per `nodes` and per `steps` (by step id, with the
     step's text), and the `pricing` used (null without one)."""
-    usage = usage or RunUsage()
-    steps = usage.get("steps") or {}
+    usage = values.get("usage") or RunUsage()
+    steps, texts = usage.get("steps") or {}, _step_texts(values)
     nodes = usage.get("nodes") or {}
     return {
         "total": _tally_json(total_tally(usage), pricing),
         "nodes": {node: _tally_json(nodes[node], pricing) for node in _nodes(usage)},
         "steps": {
-            key: {"step": steps[key]["step"], **_tally_json(steps[key], pricing)}
+            key: {"step": texts.get(key, ""), **_tally_json(steps[key], pricing)}
             for key in _step_keys(usage)
         },
         "pricing": None
@@ -193,10 +197,11 @@ def _usage_line(label: str, tally: Mapping[str, Any], pricing: Pricing | None) -
     return text
 
 
-def usage_report(usage: RunUsage | None, pricing: Pricing | None) -> str:
+def usage_report(values: PlanExecuteState, pricing: Pricing | None) -> str:
     """The run's usage for people: the total (and its cost with a price), then each node, the
     executor's line followed by one per step; "unknown" where tokens were not reported."""
-    usage = usage or RunUsage()
+    usage = values.get("usage") or RunUsage()
+    texts = _step_texts(values)
     total = total_tally(usage)
     if not total["calls"]:
         return "no model calls recorded"
@@ -210,7 +215,7 @@ def usage_report(usage: RunUsage | None, pricing: Pricing | None) -> str:
             lines += [
                 "  "
                 + _usage_line(
-                    f"step {key} ({first_line(steps[key]['step'], SNIPPET_CHARS)})",
+                    f"step {key} ({first_line(texts.get(key, ''), SNIPPET_CHARS)})",
                     steps[key],
                     pricing,
                 )
@@ -247,7 +252,7 @@ def summarize(
         "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
-        "usage": usage_summary(values.get("usage"), run_prices(snapshot, prices)),
+        "usage": usage_summary(values, run_prices(snapshot, prices)),
         "review": review,
         "error": errors[0] if errors else None,
         "settings": stored_settings(snapshot.metadata),
@@ -294,7 +299,7 @@ def describe_run(
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
         f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
-        f"Usage:\n{_indent(usage_report(values.get('usage'), run_prices(snapshot, prices)))}",
+        f"Usage:\n{_indent(usage_report(values, run_prices(snapshot, prices)))}",
     ]
     if values.get("response"):
         title = "Report" if status.state == "not_finished" else "Answer"
