@@ -5,14 +5,19 @@ each request and reply; then `show`, `--json` and the progress line of the `repl
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
+import operator
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 from rich.console import Console
 
 from replan.graphs.cli.progress import Lane, LiveDisplay, NullDisplay, ProgressPrinter
@@ -132,7 +137,7 @@ def test_streamed_replies_report_their_usage_too(server: ScriptedOpenAIServer) -
             subgraphs=False,
         ):
             if mode == "values":
-                last = chunk
+                last = cast(dict[str, Any], chunk)
             else:
                 tokens += 1
         assert tokens > 0
@@ -328,3 +333,20 @@ def test_the_live_display_shows_the_running_total_at_its_foot_and_keeps_it() -> 
     with live:
         pass
     assert console.export_text().splitlines()[-1] == total  # kept once the live region is gone
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("usage", [True, False])
+def test_the_scripted_server_reports_usage_or_none_at_all(streaming: bool, usage: bool) -> None:
+    with ScriptedOpenAIServer(quirks=Quirks(usage=usage)) as server:
+        server.push(text("one two"))
+        model = ChatOpenAI(
+            model="m", base_url=server.base_url, api_key=SecretStr("x"), stream_usage=True
+        )
+        reply: AIMessage
+        if streaming:
+            reply = functools.reduce(operator.add, model.stream("hi"))
+        else:
+            reply = model.invoke("hi")
+    assert (reply.usage_metadata is not None) == usage
+    assert (server.usages[0][1] is not None) == usage
