@@ -3,9 +3,10 @@
 Every run goes through `ChatOpenAI` to the scripted OpenAI-compatible server of the test suite
 (`tests/scripted_openai.py`, answering like `tests/plan_execute_script.py`), which holds each
 reply for a fixed latency. For each plan shape the script prints wall time, model calls by node,
-prompt characters (all calls, and the first and last executor call), checkpoint bytes per step
-and the non-model time per model call (wall time outside the client's model calls, divided by
-the number of calls), for four designs:
+prompt characters (all calls, and the first and last executor call), the tokens the server
+reports (about 4 characters each) and what they would cost at gpt-4o-mini's list price,
+checkpoint bytes per step and the non-model time per model call (wall time outside the
+client's model calls, divided by the number of calls), for four designs:
 
 - tutorial: LangGraph's plan-and-execute tutorial (`benchmarks/tutorial.py`: plans of plain
   strings, one step at a time, a replanner call after every step);
@@ -46,6 +47,15 @@ from benchmarks.tutorial import tutorial_graph  # noqa: E402
 from replan.graphs.cli.persistence import open_checkpointer  # noqa: E402
 from replan.graphs.context import Context, ReplanMode  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
+from replan.state.usage import (  # noqa: E402
+    KNOWN_PRICES,
+    Tally,
+    add_tallies,
+    call_tally,
+    cost,
+    empty_tally,
+    total_tally,
+)
 from tests import plan_execute_script as script  # noqa: E402
 from tests.scripted_openai import (  # noqa: E402
     MODEL_ID,
@@ -103,13 +113,15 @@ def _answer(request: dict[str, Any], result_chars: int) -> tuple[str, Reply]:
 
 
 class ModelCalls(BaseCallbackHandler):
-    """Records when the graph's chat model calls start and end, as the client sees them."""
+    """Records when the graph's chat model calls start and end, as the client sees them, and
+    the usage their replies report (for every design alike)."""
 
     run_inline = True
 
     def __init__(self) -> None:
         self.started: dict[UUID, float] = {}
         self.spans: list[tuple[float, float]] = []
+        self.tokens = empty_tally()
         self.lock = threading.Lock()
 
     def on_chat_model_start(
@@ -121,9 +133,13 @@ class ModelCalls(BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self.lock:
             self.spans.append((self.started.pop(run_id), time.perf_counter()))
+            if response is not None:
+                message = response.generations[0][0].message
+                self.tokens = add_tallies(self.tokens, call_tally(message.usage_metadata))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self.on_llm_end(None, run_id=run_id)
+        with self.lock:
+            self.spans.append((self.started.pop(run_id), time.perf_counter()))
 
 
 @dataclass
@@ -159,6 +175,7 @@ class Figures:
     last_executor_chars: int
     checkpoint_bytes_per_step: float
     non_model_ms_per_call: float
+    tokens: Tally
 
     @property
     def total_calls(self) -> int:
@@ -216,6 +233,8 @@ async def run_once(design: str, shape: str, latency: float, result_chars: int) -
             wall = time.perf_counter() - started
             if not str(result.get("response", "")).startswith(f"All {steps} steps"):
                 raise RuntimeError(f"{design} / {shape} did not finish: {result}")
+            if design != "tutorial" and total_tally(result["usage"]) != model_calls.tokens:
+                raise RuntimeError(f"{design} / {shape}: the state's usage is not the client's")
             stored = await _stored_bytes(saver)
     requests = sorted(clock.requests, key=lambda r: r.start)
     executors = [r for r in requests if r.role == "executor"]
@@ -228,11 +247,14 @@ async def run_once(design: str, shape: str, latency: float, result_chars: int) -
         last_executor_chars=executors[-1].prompt_chars,
         checkpoint_bytes_per_step=stored / steps,
         non_model_ms_per_call=1000 * (wall - _busy_seconds(model_calls.spans)) / len(requests),
+        tokens=model_calls.tokens,
     )
 
 
 # --- report -------------------------------------------------------------------------------
 
+PRICE = KNOWN_PRICES["gpt-4o-mini"]
+"""The list price the cost row applies to the scripted server's token counts."""
 METRICS: dict[str, Callable[[Figures], float]] = {
     "wall s": lambda f: f.wall,
     "model calls": lambda f: f.total_calls,
@@ -242,6 +264,9 @@ METRICS: dict[str, Callable[[Figures], float]] = {
     "prompt chars": lambda f: f.prompt_chars,
     "  first executor": lambda f: f.first_executor_chars,
     "  last executor": lambda f: f.last_executor_chars,
+    "input tokens": lambda f: f.tokens["input"],
+    "output tokens": lambda f: f.tokens["output"],
+    "gpt-4o-mini $/1000 runs": lambda f: 1000 * (cost(f.tokens, PRICE) or 0.0),
     "checkpoint bytes/step": lambda f: f.checkpoint_bytes_per_step,
     "non-model ms/call": lambda f: f.non_model_ms_per_call,
 }

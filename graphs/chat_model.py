@@ -191,6 +191,7 @@ def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
         http_client=_sync_http_client(),
         http_async_client=_async_http_client(),
         **reply_limit(context.base_url, max_tokens),
+        stream_usage=True,  # streamed replies end with their usage, as plain ones carry it
     )
 
 
@@ -209,7 +210,8 @@ def ask_model(
     messages: Sequence[BaseMessage],
     offered: OfferedTools | None = None,
 ) -> Steps[AIMessage]:
-    """One model turn over `messages` (its tokens stream in `stream_mode="messages"`).
+    """One model turn over `messages` (its tokens stream in `stream_mode="messages"`); the
+    usage its reply reports is counted for the node (`replan.graphs.steps`).
 
     A reply that is not a usable chat completion is asked for again, as often as the run's
     `Context.max_retries` lets the client retry a failing server. With the `offered` tools
@@ -222,7 +224,7 @@ def ask_model(
         exponential_jitter_params=RETRY_BACKOFF,
         stop_after_attempt=context.max_retries + 1,
     )
-    reply = yield Call(retrying, list(messages), guard=model_errors)
+    reply = yield Call(retrying, list(messages), guard=model_errors, metered=True)
     if not isinstance(reply, AIMessage):
         raise TypeError(f"expected an AIMessage from the model, got {type(reply).__name__}")
     if offered is not None and context.recover_text_calls:

@@ -5,6 +5,7 @@ Everything a run may change lives here, so Studio, the SDK and the CLI can set i
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
@@ -56,6 +57,17 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """ValueError naming `name` unless `value` is one of `choices`."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+
+
+def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | None:
+    """`value` as a price if it is a finite number of 0 or more; ValueError naming `name`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number of dollars per million tokens, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more, not {value}")
+    return float(value)
 
 
 @dataclass(kw_only=True)
@@ -184,6 +196,19 @@ class Context:
         },
     )
 
+    price_in: float | None = field(
+        default=None,
+        metadata={
+            "description": "Dollars per million input tokens, to estimate the run's cost "
+            "(with price_out). Empty: OpenAI's list price for known models on api.openai.com, "
+            "else no cost estimate. Cached input tokens cost the same at a given price."
+        },
+    )
+    price_out: float | None = field(
+        default=None,
+        metadata={"description": "Dollars per million output tokens (with price_in)."},
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run could use, with a message naming the field."""
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
@@ -207,6 +232,10 @@ class Context:
         check_choice("replan", self.replan, REPLAN_MODES)
         check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
+        check_price("price_in", self.price_in, allow_none=True)
+        check_price("price_out", self.price_out, allow_none=True)
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("price_in and price_out go together: give both or neither")
 
     def settings(self) -> dict[str, Any]:
         """The fields as plain values (no secrets live here), e.g. to store with a run."""

@@ -3,8 +3,9 @@
 Each step that can start runs as its own `executor` task (a LangGraph `Send`, see `wave`), so
 the steps of a wave run side by side, at most `Context.max_concurrency` at a time. A branch gets
 a `StepRun`: the objective, its step, the results of the steps it depends on and the task list;
-it returns its step's result and, when it changed the task list, a `TaskReplay` that the state
-merges with the other branches' changes (`replan.graphs.task_merge`).
+it returns its step's result, the usage of the step's model calls (attributed to the step) and,
+when it changed the task list, a `TaskReplay` that the state merges with the other branches'
+changes (`replan.graphs.task_merge`).
 
 The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …) over its own
 `messages` and `tasks_context`, so the task tools see the state they need and parallel tool
@@ -61,6 +62,7 @@ from replan.graphs.task_merge import task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
 from replan.graphs.tool_offers import ToolOffers, chosen
 from replan.state.tasks import TaskContext
+from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
 
 EXECUTOR = "executor"
@@ -125,7 +127,8 @@ class Executor:
         self.loops = {choice: self.compile(offer.tools) for choice, offer in offers.items()}
 
     def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        """Carry out one step with the tools and record its result (and task-list changes).
+        """Carry out one step with the tools and record its result, its model usage (and
+        task-list changes).
 
         The inner loop inherits the run's context (and its sync or async mode).
         """
@@ -146,6 +149,9 @@ class Executor:
         recovered = sum(recovered_calls(m) for m in done["messages"] if isinstance(m, AIMessage))
         if recovered:
             update["recovered_calls"] = recovered
+        if done.get("usage"):
+            used = total_tally(done["usage"])
+            update["usage"] = step_usage(EXECUTOR, step["id"], used)
         replay = task_replay(tasks, done["messages"])
         if replay is not None:
             update["tasks_context"] = replay

@@ -3,8 +3,9 @@
 The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
 and the ids of the steps it waits for), the `executed_steps` with their results, the final
 `response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
-(`iterations`) and, once the model server refused a way of asking for decisions, the way used
-instead (`decision_mode`). Each round carries out one wave: every planned step whose
+(`iterations`), once the model server refused a way of asking for decisions, the way used
+instead (`decision_mode`), and the tokens the model calls used (`usage`, per node and per plan
+step, see `replan.state.usage`). Each round carries out one wave: every planned step whose
 dependencies are done, side by side (see `runnable_steps`).
 
 A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
@@ -27,6 +28,7 @@ from replan.graphs.errors import InvalidInputError
 from replan.graphs.task_merge import merge_task_updates
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
+from replan.state.usage import RunUsage, merge_usage
 from replan.tools.task_state import TasksState, as_task_context
 
 REPLANNER_RESULT_CHARS = 600
@@ -108,13 +110,14 @@ def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -
 
 
 class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left, the steps done, and `stop_reason`
-    when the run ended without meeting the objective."""
+    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
+    when the run ended without meeting the objective, and the model calls' `usage`."""
 
     response: str
     plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
+    usage: RunUsage
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
@@ -122,6 +125,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
 
     `tasks_context` merges the task-list changes of parallel executor branches
     (`replan.graphs.task_merge`); a plain `TaskContext` written to it replaces the list.
+    `usage` adds up what every node reports (parallel steps' usage too).
     """
 
     plan: list[PlannedStep]
@@ -134,6 +138,7 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     """How many tool calls the model wrote as text were recovered, over every node and
     executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
     decision_mode: DecisionModeRecord
+    usage: Annotated[RunUsage, merge_usage]
 
 
 class StepRun(TypedDict):
@@ -147,9 +152,11 @@ class StepRun(TypedDict):
 
 
 class ExecutorState(TasksState, total=False):
-    """State of the executor's inner tool loop; `model_calls` counts its model turns."""
+    """State of the executor's inner tool loop; `model_calls` counts its model turns, `usage`
+    adds up their tokens."""
 
     model_calls: int
+    usage: Annotated[RunUsage, merge_usage]
 
 
 def objective_text(messages: list[AnyMessage]) -> str:

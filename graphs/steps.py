@@ -4,6 +4,10 @@ A node's logic is a generator of `Call`s (a runnable and its input: a model turn
 executor's inner graph); an error a call raises is raised inside the generator at its `yield`.
 `dual_node` drives it with `invoke` in sync runs and `ainvoke` in async runs, so
 `graph.invoke` / `graph.stream` and `ainvoke` / `astream` behave the same.
+
+A call marked `metered` is a model turn: the driver tallies the usage its reply reports
+(`replan.state.usage`), and `dual_node` adds the node's tally to the node's update as `usage`,
+under the node's name, so every model call is counted where it was made.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
 
 from replan.graphs.context import Context
+from replan.state.usage import Tally, add_tallies, call_tally, empty_tally, node_usage
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -26,12 +31,14 @@ S = TypeVar("S")
 class Call:
     """A runnable a node's steps want invoked with `input`; the driver picks sync or async.
 
-    `guard` wraps the invocation (e.g. to turn a model client's errors into replan's own).
+    `guard` wraps the invocation (e.g. to turn a model client's errors into replan's own);
+    `metered` marks a model turn, whose reply's `usage_metadata` is tallied.
     """
 
     runnable: Runnable[Any, Any]
     input: Any
     guard: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)
+    metered: bool = False
 
 
 Steps = Generator[Call, Any, T]
@@ -61,7 +68,20 @@ def _throw(steps: Steps[T], error: Exception) -> Call | _Finished[T]:
         return _Finished(stop.value)
 
 
-def drive(steps: Steps[T]) -> T:
+class Meter:
+    """The usage of the metered calls a driver made."""
+
+    def __init__(self) -> None:
+        self.tally = empty_tally()
+
+    def record(self, call: Call, result: Any) -> None:
+        """Count `result` when `call` is a model turn."""
+        if call.metered:
+            usage = getattr(result, "usage_metadata", None)
+            self.tally = add_tallies(self.tally, call_tally(usage))
+
+
+def drive(steps: Steps[T], meter: Meter | None = None) -> T:
     """Run `steps` to the end, invoking each call synchronously."""
     step = _send(steps, None)
     while isinstance(step, Call):
@@ -70,12 +90,14 @@ def drive(steps: Steps[T]) -> T:
                 result = step.runnable.invoke(step.input)
         except Exception as error:
             step = _throw(steps, error)
-        else:
-            step = _send(steps, result)
+            continue
+        if meter is not None:
+            meter.record(step, result)
+        step = _send(steps, result)
     return step.value
 
 
-async def adrive(steps: Steps[T]) -> T:
+async def adrive(steps: Steps[T], meter: Meter | None = None) -> T:
     """Run `steps` to the end, awaiting each call."""
     step = _send(steps, None)
     while isinstance(step, Call):
@@ -84,18 +106,33 @@ async def adrive(steps: Steps[T]) -> T:
                 result = await step.runnable.ainvoke(step.input)
         except Exception as error:
             step = _throw(steps, error)
-        else:
-            step = _send(steps, result)
+            continue
+        if meter is not None:
+            meter.record(step, result)
+        step = _send(steps, result)
     return step.value
 
 
+def _with_usage(node: str, update: T, tally: Tally) -> T:
+    """`update` with the node's model usage added, when it made model calls."""
+    if not tally["calls"] or not isinstance(update, dict):
+        return update
+    return cast(T, {**update, "usage": node_usage(node, tally)})
+
+
 def dual_node(steps: Callable[[S, Runtime[Context]], Steps[T]]) -> RunnableLambda[S, T]:
-    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`)."""
+    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`); its
+    update carries the usage of its model calls (see the module docstring)."""
+    node = steps.__name__
 
     def run(state: S) -> T:
-        return drive(steps(state, get_runtime(Context)))
+        meter = Meter()
+        update = drive(steps(state, get_runtime(Context)), meter)
+        return _with_usage(node, update, meter.tally)
 
     async def arun(state: S) -> T:
-        return await adrive(steps(state, get_runtime(Context)))
+        meter = Meter()
+        update = await adrive(steps(state, get_runtime(Context)), meter)
+        return _with_usage(node, update, meter.tally)
 
     return RunnableLambda(run, afunc=arun, name=steps.__name__)

@@ -40,7 +40,9 @@ __all__ = [
     "ScriptedOpenAIServer",
     "http_error",
     "raw",
+    "reported_usage",
     "text",
+    "tokens",
     "tool_call",
     "tool_calls",
 ]
@@ -74,6 +76,10 @@ class Reply:
     finish_reason: str | None = None
     """Why the reply ended, e.g. "length" for one cut off at its token limit; None: "stop", or
     "tool_calls" for a reply with calls."""
+
+    usage: bool = True
+    """Whether the reply reports its usage (`usage` in JSON, a last chunk in a stream when the
+    request asks for it with `stream_options.include_usage`)."""
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -118,6 +124,9 @@ class Quirks:
     ignore_tool_choice: bool = False
     """No `tool_choice` is enforced, named or "required" (Ollama)."""
 
+    usage: bool = True
+    """False: the server reports no usage, neither in JSON replies nor in streams."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
         if self.refuse_required and body.get("tool_choice") == "required":
@@ -131,7 +140,10 @@ class Quirks:
             reply = _calls_as_text(reply, self.calls_as_text)
         if self.run_on:
             reply = _run_on(body, reply)
-        return reply
+        return self._usage_reported(reply)
+
+    def _usage_reported(self, reply: Reply) -> Reply:
+        return reply if self.usage else replace(reply, usage=False)
 
 
 def _format_type(body: dict[str, Any]) -> str | None:
@@ -278,11 +290,41 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
-def _usage() -> dict[str, int]:
-    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+CHARS_PER_TOKEN = 4
 
 
-def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any]:
+def tokens(text: str) -> int:
+    """The tokens this server counts for `text`: one per 4 characters, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def reported_usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The usage this server reports for `reply` to request `body`: prompt tokens from the
+    messages' text, completion tokens from the reply's text and calls, and the leading system
+    message's tokens as cached (as a server that caches a stable prompt head would)."""
+    messages = body.get("messages") or []
+    prompt = sum(tokens(_text_of(message)) for message in messages)
+    head = messages[0] if messages and messages[0].get("role") == "system" else {}
+    written = (reply.content or "") + "".join(c.name + c.arguments for c in reply.calls)
+    completion = tokens(written)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": tokens(_text_of(head))},
+    }
+
+
+def _completion(
+    reply: Reply, completion_id: str, created: int, usage: dict[str, Any] | None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
     if reply.calls:
         message["tool_calls"] = [
@@ -306,7 +348,7 @@ def _completion(reply: Reply, completion_id: str, created: int) -> dict[str, Any
                 "finish_reason": _finish_reason(reply),
             }
         ],
-        "usage": _usage(),
+        **({"usage": usage} if usage is not None else {}),
     }
 
 
@@ -347,7 +389,9 @@ def _deltas(reply: Reply, completion_id: str) -> Iterator[tuple[dict[str, Any], 
     yield {}, _finish_reason(reply)
 
 
-def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) -> Iterator[str]:
+def _stream_events(
+    reply: Reply, completion_id: str, created: int, usage: dict[str, Any] | None
+) -> Iterator[str]:
     base = {
         "id": completion_id,
         "object": "chat.completion.chunk",
@@ -358,11 +402,11 @@ def _stream_events(reply: Reply, completion_id: str, created: int, usage: bool) 
     for delta, finish in _deltas(reply, completion_id):
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         chunk = {**base, "choices": [choice]}
-        if usage:
+        if usage is not None:
             chunk["usage"] = None
         yield json.dumps(chunk)
-    if usage:
-        yield json.dumps({**base, "choices": [], "usage": _usage()})
+    if usage is not None:
+        yield json.dumps({**base, "choices": [], "usage": usage})
     yield "[DONE]"
 
 
@@ -421,10 +465,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         completion_id = f"chatcmpl-{next(self.server.ids)}"
         created = int(time.time())
+        asked = not body.get("stream") or (body.get("stream_options") or {}).get("include_usage")
+        usage = reported_usage(body, reply) if reply.usage and asked else None
+        self.server.owner.reported(body, usage)
         if not body.get("stream"):
-            self._send(200, _completion(reply, completion_id, created), {})
+            self._send(200, _completion(reply, completion_id, created, usage), {})
             return
-        usage = bool((body.get("stream_options") or {}).get("include_usage"))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -462,6 +508,9 @@ class ScriptedOpenAIServer:
     quirks: Quirks = field(default_factory=Quirks)
     _queue: deque[Reply] = field(default_factory=deque, init=False, repr=False)
     _requests: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _usages: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: _Server | None = field(default=None, init=False, repr=False)
 
@@ -496,6 +545,17 @@ class ScriptedOpenAIServer:
         """A copy of the JSON bodies of the completion requests received so far."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def usages(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Each chat completion sent so far: its request and the usage reported (None: none)."""
+        with self._lock:
+            return list(self._usages)
+
+    def reported(self, body: dict[str, Any], usage: dict[str, Any] | None) -> None:
+        """Record that the reply to `body` reported `usage` (called from handler threads)."""
+        with self._lock:
+            self._usages.append((body, usage))
 
     def push(self, *replies: Reply) -> None:
         """Queue replies; they are used, in order, before the responder."""

@@ -3,6 +3,7 @@ review with dependencies, and a run killed in the middle of a wave."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import sqlite3
@@ -151,3 +152,13 @@ def test_sigkill_in_a_wave_then_resume_runs_only_the_unfinished_step(
         shown = invoke(capsys, "show", "--thread-id", "c").out
         for number in (1, 2, 3, 4):
             assert shown.count(f"Result: Executed step {number}: RESULT {number}/4") == 1
+        # Usage follows the checkpoints: the saved steps count once, the killed call not at all,
+        # and the resumed run's progress adds the steps saved before the stop to its total.
+        usage = json.loads(invoke(capsys, "show", "--thread-id", "c", "--json").out)["usage"]
+        assert {key: step["calls"] for key, step in usage["steps"].items()} == dict.fromkeys(
+            "1234", 1
+        )
+        total = usage["total"]
+        assert total["calls"] == len(server.requests) - 1 == 6
+        last = [line for line in resumed.err.splitlines() if line.startswith("Tokens so far")][-1]
+        assert last.startswith(f"Tokens so far: 6 model calls: {total['input']:,} in ")

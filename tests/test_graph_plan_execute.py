@@ -34,6 +34,10 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
     )
     result = run(build_plan_execute_graph(model), "Add the two numbers", mode)
 
+    usage = result.pop("usage")  # the fake model reports no usage: calls counted, tokens unknown
+    calls = {node: (t["calls"], t["no_usage"]) for node, t in usage["nodes"].items()}
+    assert calls == {"planner": (1, 1), "executor": (2, 2), "replanner": (2, 2)}
+    assert {key: step["calls"] for key, step in usage["steps"].items()} == {"1": 1, "2": 1}
     assert result == {
         "response": "The sum is 5.",
         "plan": [],
@@ -164,12 +168,15 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         {"id": 2, "step": "b", "depends_on": [1]},
     ]
     done_a = {"id": 1, "step": "a", "result": "A", "status": "done"}
+    assert chunks[1]["executor"].pop("usage")["steps"]["1"]["calls"] == 1
     assert chunks[1]["executor"] == {"executed_steps": [done_a]}
     # The kept step keeps its id and its link to the done step (whose result it still sees).
+    assert chunks[2]["replanner"].pop("usage")["nodes"]["replanner"]["calls"] == 1
     assert chunks[2]["replanner"] == {
         "plan": [{"id": 2, "step": "b", "depends_on": [1]}],
         "iterations": 1,
     }
+    assert chunks[4]["replanner"].pop("usage")["nodes"]["replanner"]["calls"] == 1
     assert chunks[4]["replanner"] == {"response": "AB", "plan": [], "iterations": 2}
 
 

@@ -25,6 +25,7 @@ from tests.scripted_openai import (
     ScriptedOpenAIServer,
     http_error,
     text,
+    tokens,
     tool_call,
     tool_calls,
 )
@@ -79,7 +80,8 @@ def test_streaming_text_arrives_in_several_chunks_with_usage(server: ScriptedOpe
     assert len([c for c in chunks if c.content]) == 4
     total = sum(chunks[1:], chunks[0])
     assert total.content == "one two three four"
-    assert total.usage_metadata is not None and total.usage_metadata["total_tokens"] == 15
+    expected = tokens("count") + tokens("one two three four")
+    assert total.usage_metadata is not None and total.usage_metadata["total_tokens"] == expected
     assert server.requests[0]["stream"] is True
     assert server.requests[0]["stream_options"] == {"include_usage": True}
 

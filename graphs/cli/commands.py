@@ -4,7 +4,7 @@ Commands (all take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
 
     replan run "OBJECTIVE" | - | --objective-file PATH [--thread-id ID] [--approve-plan] [options]
     replan resume --thread-id ID [--approve | --reject [REASON] | --edit-plan STEP ...]
-    replan show --thread-id ID
+    replan show --thread-id ID [--price-in USD --price-out USD]
     replan threads
 
 Progress goes to stderr, the answer (or with `--json` one JSON document) to stdout. Every error
@@ -39,6 +39,7 @@ from replan.graphs.context import (
     REPLAN_MODES,
     TASK_TOOLS_CHOICES,
     Context,
+    check_price,
 )
 
 DEFAULT_DB = "replan.sqlite"
@@ -158,6 +159,13 @@ def _temperature(text: str) -> float:
     return value
 
 
+def _price(text: str) -> float:
+    try:
+        return float(check_price("a price", _number(text)) or 0)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _url(text: str) -> str:
     if not text.startswith(("http://", "https://")):
         raise argparse.ArgumentTypeError(f"not an http:// or https:// URL: {text!r}")
@@ -246,6 +254,18 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_price_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "cost estimate (default: the run's own prices, else OpenAI's list price of its model)"
+    )
+    group.add_argument(
+        "--price-in", type=_price, metavar="USD", help="dollars per million input tokens"
+    )
+    group.add_argument(
+        "--price-out", type=_price, metavar="USD", help="dollars per million output tokens"
+    )
+
+
 def _add_output_options(parser: argparse.ArgumentParser, *, progress: bool) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     if progress:
@@ -280,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_output_options(run, progress=True)
     _add_model_options(run)
+    _add_price_options(run)
 
     resume = commands.add_parser("resume", parents=[db], help="continue a stopped run")
     resume.add_argument("--thread-id", required=True)
@@ -289,10 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--edit-plan", nargs="+", metavar="STEP", help="replace its steps")
     _add_output_options(resume, progress=True)
     _add_model_options(resume)
+    _add_price_options(resume)
 
     show = commands.add_parser("show", parents=[db], help="show a stored run")
     show.add_argument("--thread-id", required=True)
     _add_output_options(show, progress=False)
+    _add_price_options(show)
 
     threads = commands.add_parser("threads", parents=[db], help="list the stored runs")
     _add_output_options(threads, progress=False)

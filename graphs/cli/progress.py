@@ -6,10 +6,13 @@ node: the planner, each executor step (several at once when a plan runs steps si
 the replanner. A lane shows its tool calls with short arguments, task-list changes, model retries
 ("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its elapsed time; a
 note says when the model server refused the run's way of asking for decisions.
+The tokens used so far (and their cost, with a price) come from the `usage` of the nodes'
+updates: each finished node's, plus the model turns of the steps still running.
 
 Two displays show the lanes: `PlainDisplay` writes lines (for logs and pipes; a line names its
 lane when several run at once) and `LiveDisplay` draws the open lanes with rich on a terminal,
-keeping finished ones as lines above. `NullDisplay` shows nothing (`--quiet`).
+keeping finished ones as lines above and the tokens so far below. `NullDisplay` shows nothing
+(`--quiet`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,18 @@ from replan.graphs.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.state import ExecutedStep, PlannedStep, format_plan
 from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.state import Task, TaskContext
+from replan.state.usage import (
+    Pricing,
+    RunUsage,
+    Tally,
+    add_tallies,
+    cost,
+    dollars_text,
+    empty_tally,
+    merge_usage,
+    tally_text,
+    total_tally,
+)
 from replan.tools.task_state import as_task_context, update_task_context
 
 RESULT_CHARS = 160
@@ -62,6 +77,8 @@ class Lane:
     next_notice: float = FIRST_WAIT_NOTICE_SECONDS
     tasks: TaskContext | None = None
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
+    used: Tally = field(default_factory=empty_tally)
+    """Usage of this step's model turns so far, until the step's own update counts it."""
 
     def wait_for_model(self, now: float) -> None:
         """A model request of this lane starts (or starts again) now."""
@@ -87,6 +104,10 @@ class Display(Protocol):
     def tick(self, lanes: list[Lane], now: float) -> None:
         """Time passed."""
 
+    def usage(self, text: str, settled: bool) -> None:
+        """The tokens used so far; `settled` once the node that used them has ended (shown
+        once, after its lane closes), not for a model turn of a step still running."""
+
 
 class NullDisplay:
     """Shows nothing (`--quiet`)."""
@@ -106,9 +127,13 @@ class NullDisplay:
     def tick(self, lanes: list[Lane], now: float) -> None:
         pass
 
+    def usage(self, text: str, settled: bool) -> None:
+        pass
+
 
 class PlainDisplay:
-    """Progress as lines, for a stderr that is not a terminal."""
+    """Progress as lines, for a stderr that is not a terminal (the tokens so far once they
+    are settled)."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -139,6 +164,10 @@ class PlainDisplay:
                 lane.next_notice *= 2
                 self._lane_line(lane, f"waiting for the model: {waited:.0f} s", len(lanes) > 1)
 
+    def usage(self, text: str, settled: bool) -> None:
+        if settled:
+            self.note(text)
+
 
 class LiveDisplay:
     """The open lanes drawn live with rich on a terminal; notes and finished lanes scroll
@@ -148,6 +177,8 @@ class LiveDisplay:
         self.console = console
         self.clock = clock
         self.live = Live(console=console, auto_refresh=False, transient=True)
+        self.usage_text = ""
+        self.lanes: list[Lane] = []
 
     def __enter__(self) -> LiveDisplay:
         self.live.start()
@@ -155,6 +186,12 @@ class LiveDisplay:
 
     def __exit__(self, *exc: object) -> None:
         self.live.stop()
+        if self.usage_text:  # the live region is gone: the last total stays as a line
+            self.console.print(Text(self.usage_text))
+
+    def usage(self, text: str, settled: bool) -> None:
+        self.usage_text = text
+        self._draw(self.lanes)
 
     def note(self, text: str) -> None:
         self.live.console.print(Text(text))
@@ -188,9 +225,12 @@ class LiveDisplay:
             if lane.waiting_since is not None:
                 waited = now - lane.waiting_since
                 blocks.append(Text(f"  waiting for the model… {waited:.0f} s", style="cyan"))
+        if self.usage_text:
+            blocks.append(Text(self.usage_text, style="dim"))
         return Group(*blocks)
 
     def _draw(self, lanes: list[Lane]) -> None:
+        self.lanes = lanes
         self.live.update(self.render(lanes), refresh=True)
 
 
@@ -239,14 +279,29 @@ def _updates(update: Any) -> list[dict[str, Any]]:
 
 
 class ProgressPrinter:
-    """Turns a run's stream events and model retries into lanes on a `Display`."""
+    """Turns a run's stream events and model retries into lanes on a `Display`.
 
-    def __init__(self, display: Display, clock: Callable[[], float] = time.monotonic) -> None:
+    `usage` is what the run had used before this stream (a resumed run's state, which includes
+    the saved writes that a resumed stream replays as cached updates), `pricing` turns tokens
+    into dollars.
+    """
+
+    def __init__(
+        self,
+        display: Display,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        usage: RunUsage | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
         self.display = display
         self.clock = clock
         self.lanes: dict[str, Lane] = {}
         self.remaining: list[PlannedStep] = []
         self.started = clock()
+        self.usage = usage or RunUsage()
+        self.pricing = pricing
+        self.settled = ""
 
     def note(self, text: str) -> None:
         """A line about the whole run (e.g. a hint from the command)."""
@@ -343,6 +398,7 @@ class ProgressPrinter:
         else:
             text = ""
         self.display.closed(lane, text, self._open())
+        self._show_usage(settled=True)
 
     def _inner(self, lane_key: str, mode: str, chunk: Any) -> None:
         """Events of a node's subgraph (the executor's tool loop)."""
@@ -361,6 +417,9 @@ class ProgressPrinter:
             for part in _updates(update):
                 for text in self._inner_update(lane, part):
                     self.display.event(lane, text, self._open())
+                if part.get("usage"):
+                    lane.used = add_tallies(lane.used, total_tally(part["usage"]))
+                    self._show_usage(settled=False)
 
     def _inner_update(self, lane: Lane, update: dict[str, Any]) -> list[str]:
         """Tool calls the model asked for, tools that failed, task-list changes."""
@@ -382,7 +441,34 @@ class ProgressPrinter:
         steps = "\n".join("  " + line for line in format_plan(plan).splitlines())
         self.display.note(f"{title}\n{steps}")
 
+    def usage_text(self) -> str:
+        """`Tokens so far: ...`: finished nodes and the model turns of running steps."""
+        total = add_tallies(total_tally(self.usage), *(lane.used for lane in self.lanes.values()))
+        text = f"Tokens so far: {tally_text(total)}"
+        if self.pricing is not None:
+            text += f"; cost {dollars_text(cost(total, self.pricing.price), total)}"
+        return text
+
+    def _show_usage(self, *, settled: bool) -> None:
+        text = self.usage_text()
+        if settled and text == self.settled:
+            return
+        if settled:
+            self.settled = text
+        self.display.usage(text, settled)
+
+    def _count(self, usage: RunUsage) -> None:
+        """A finished node's usage: it now counts instead of its step's running turns."""
+        for key in usage.get("steps") or {}:
+            for lane in self.lanes.values():
+                if str(lane.step_id) == key:
+                    lane.used = empty_tally()
+        self.usage = merge_usage(self.usage, usage)
+        self._show_usage(settled=False)
+
     def _node_finished(self, node: str, update: dict[str, Any], *, saved: bool) -> None:
+        if update.get("usage") and not saved:  # a saved write is in the usage we started from
+            self._count(update["usage"])
         if node == "planner":
             self._show_plan("Plan:", update["plan"])
         elif node == "review_plan":
@@ -393,11 +479,13 @@ class ProgressPrinter:
                 if saved:  # a resumed wave: this step's result was saved before the stop
                     self._saved_step(done)
         elif node == "replanner" and update.get("stop_reason"):
+            self._show_usage(settled=True)
             self.display.note(
                 f"Objective not finished ({update['stop_reason']}) after {self._elapsed()}; "
                 "the report is below."
             )
         elif node == "replanner" and update.get("response"):
+            self._show_usage(settled=True)
             self.display.note(f"Objective done in {self._elapsed()}; final answer below.")
         elif node == "replanner" and update.get("plan") != self.remaining:
             self._show_plan("Plan revised:", update["plan"])
@@ -410,6 +498,7 @@ class ProgressPrinter:
             self.display.note(text)
         else:
             self.display.closed(self.lanes.pop(key), text, self._open())
+        self._show_usage(settled=True)
 
     def _elapsed(self) -> str:
         return f"{self.clock() - self.started:.1f} s"

@@ -65,6 +65,7 @@ from replan.graphs.context import Context
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.state import effective_mode, format_plan
+from replan.state.usage import run_pricing
 
 
 def resume_hint(args: argparse.Namespace) -> str:
@@ -212,7 +213,12 @@ async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
 
 async def _drive(run: Run, payload: Any) -> ExitCode:
     """Run to the end or the next pause, answering plan reviews on a terminal; report."""
-    printer = ProgressPrinter(NullDisplay())
+    before = await run.graph.aget_state(run.config)
+    printer = ProgressPrinter(
+        NullDisplay(),
+        usage=before.values.get("usage"),
+        pricing=run_pricing(run.context.settings()),
+    )
     failure: Exception | None = None
     try:
         while True:
@@ -328,16 +334,28 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
         return await _drive(run, None if review is None else Command(resume=review))
 
 
+def _given_prices(args: argparse.Namespace) -> dict[str, float] | None:
+    """`--price-in` and `--price-out` of `show` (both or neither)."""
+    if args.price_in is None and args.price_out is None:
+        return None
+    if args.price_in is None or args.price_out is None:
+        raise CliError(ExitCode.USAGE, "--price-in and --price-out go together: give both")
+    return {"price_in": args.price_in, "price_out": args.price_out}
+
+
 async def cmd_show(args: argparse.Namespace) -> ExitCode:
-    """Print a stored run: status (and why it failed), settings, plan, steps, tasks, answer."""
+    """Print a stored run: status (and why it failed), settings, plan, steps, tasks, model
+    usage (and cost), answer."""
+    prices = _given_prices(args)
     _require_db(args)
     async with open_checkpointer(args.db, read_only=True) as saver:
         await _stored(saver, args)
         snapshot = await _graph(saver).aget_state(_config(args.thread_id))
     if args.json:
-        emit(json.dumps(summarize(args.thread_id, snapshot), ensure_ascii=False, indent=2))
+        summary = summarize(args.thread_id, snapshot, prices=prices)
+        emit(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
-        emit(describe_run(args.thread_id, snapshot))
+        emit(describe_run(args.thread_id, snapshot, prices))
     return ExitCode.OK
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -25,6 +26,17 @@ from replan.graphs.state import (
     steps_left,
 )
 from replan.state import TaskContext, format_task_list
+from replan.state.usage import (
+    TOKEN_FIELDS,
+    Pricing,
+    RunUsage,
+    cost,
+    dollars_text,
+    run_pricing,
+    tally_text,
+    tokens_known,
+    total_tally,
+)
 
 SNIPPET_CHARS = 60
 State = Literal["finished", "not_finished", "waiting_for_approval", "failed", "interrupted"]
@@ -135,13 +147,113 @@ def _tasks(snapshot: StateSnapshot) -> TaskContext:
     return snapshot.values.get("tasks_context") or TaskContext()
 
 
+NODE_ORDER = ("planner", "executor", "replanner")
+"""How usage lists the nodes that call the model (others follow by name)."""
+
+
+def run_prices(snapshot: StateSnapshot, given: Mapping[str, float] | None = None) -> Pricing | None:
+    """The price for the run's cost: `given` (`price_in`, `price_out` from the command line),
+    else the run's stored settings (its own prices, or its model's list price)."""
+    return run_pricing({**(stored_settings(snapshot.metadata) or {}), **(given or {})})
+
+
+def _tally_json(tally: Mapping[str, Any], pricing: Pricing | None) -> dict[str, Any]:
+    """A tally for scripts: token counts are null when no call reported them, and with a
+    price, `cost_usd` (null when unknown)."""
+    known = tokens_known(tally)
+    document: dict[str, Any] = {
+        "calls": tally["calls"],
+        "no_usage": tally["no_usage"],
+        **{name: tally[name] if known else None for name in TOKEN_FIELDS},
+    }
+    if pricing is not None:
+        document["cost_usd"] = cost(tally, pricing.price)
+    return document
+
+
+def _nodes(usage: RunUsage) -> list[str]:
+    names = list(usage.get("nodes") or {})
+    return sorted(names, key=lambda n: (NODE_ORDER.index(n) if n in NODE_ORDER else 99, n))
+
+
+def _step_keys(usage: RunUsage) -> list[str]:
+    return sorted(usage.get("steps") or {}, key=lambda key: (len(key), key))
+
+
+def _step_texts(values: PlanExecuteState) -> dict[str, str]:
+    """The text of every step of the run, by step id as a string."""
+    steps = [*values.get("plan", []), *values.get("executed_steps", [])]
+    return {str(step["id"]): step["step"] for step in steps if "id" in step}
+
+
+def usage_summary(values: PlanExecuteState, pricing: Pricing | None) -> dict[str, Any]:
+    """The run's usage for scripts: `total`, per `nodes` and per `steps` (by step id, with the
+    step's text), and the `pricing` used (null without one)."""
+    usage = values.get("usage") or RunUsage()
+    steps, texts = usage.get("steps") or {}, _step_texts(values)
+    nodes = usage.get("nodes") or {}
+    return {
+        "total": _tally_json(total_tally(usage), pricing),
+        "nodes": {node: _tally_json(nodes[node], pricing) for node in _nodes(usage)},
+        "steps": {
+            key: {"step": texts.get(key, ""), **_tally_json(steps[key], pricing)}
+            for key in _step_keys(usage)
+        },
+        "pricing": None
+        if pricing is None
+        else {
+            "source": pricing.source,
+            "input_per_million": pricing.price.input,
+            "cached_input_per_million": pricing.price.cached_input,
+            "output_per_million": pricing.price.output,
+        },
+    }
+
+
+def _usage_line(label: str, tally: Mapping[str, Any], pricing: Pricing | None) -> str:
+    text = f"{label}: {tally_text(tally)}"
+    if pricing is not None:
+        text += f"; cost {dollars_text(cost(tally, pricing.price), tally)}"
+    return text
+
+
+def usage_report(values: PlanExecuteState, pricing: Pricing | None) -> str:
+    """The run's usage for people: the total (and its cost with a price), then each node, the
+    executor's line followed by one per step; "unknown" where tokens were not reported."""
+    usage = values.get("usage") or RunUsage()
+    texts = _step_texts(values)
+    total = total_tally(usage)
+    if not total["calls"]:
+        return "no model calls recorded"
+    lines = [_usage_line("total", total, pricing)]
+    if pricing is not None:
+        lines[0] += f" ({pricing.source})"
+    steps = usage.get("steps") or {}
+    for node in _nodes(usage):
+        lines.append(_usage_line(node, (usage.get("nodes") or {})[node], pricing))
+        if node == "executor":
+            lines += [
+                "  "
+                + _usage_line(
+                    f"step {key} ({first_line(texts.get(key, ''), SNIPPET_CHARS)})",
+                    steps[key],
+                    pricing,
+                )
+                for key in _step_keys(usage)
+            ]
+    return "\n".join(lines)
+
+
 def summarize(
-    thread_id: str, snapshot: StateSnapshot, failure: Exception | None = None
+    thread_id: str,
+    snapshot: StateSnapshot,
+    failure: Exception | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The run as one JSON-ready document, keyed by the state's own names.
 
     `failure` is an error the caller saw that the checkpoint does not show (then the run is
-    reported failed with it).
+    reported failed with it); `prices` (`price_in`, `price_out`) override the run's own.
     """
     values = cast(PlanExecuteState, snapshot.values)
     status = run_status(snapshot)
@@ -161,6 +273,7 @@ def summarize(
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
         "recovered_calls": values.get("recovered_calls", 0),
+        "usage": usage_summary(values, run_prices(snapshot, prices)),
         "review": review,
         "error": errors[0] if errors else None,
         "settings": run_settings(snapshot),
@@ -187,9 +300,11 @@ def local_time(timestamp: str | None) -> str:
     return datetime.fromisoformat(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
+def describe_run(
+    thread_id: str, snapshot: StateSnapshot, prices: Mapping[str, float] | None = None
+) -> str:
     """A multi-line report of a stored run: status (and why it failed), times, settings,
-    objective, steps, plan, tasks and answer."""
+    objective, steps, plan, tasks, model usage (and cost, see `run_prices`) and answer."""
     values = cast(PlanExecuteState, snapshot.values)
     status = run_status(snapshot)
     parts = [f"Thread: {thread_id}", f"Status: {status.text()}"]
@@ -209,6 +324,7 @@ def describe_run(thread_id: str, snapshot: StateSnapshot) -> str:
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
         f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
+        f"Usage:\n{_indent(usage_report(values, run_prices(snapshot, prices)))}",
     ]
     if recovered := values.get("recovered_calls", 0):
         parts.append(f"Tool calls read from the model's text: {recovered}")
