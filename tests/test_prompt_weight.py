@@ -210,7 +210,8 @@ def test_the_benchmark_counts_tokens_with_a_one_token_request() -> None:
     with ScriptedOpenAIServer(script.respond) as server:
         tokens, seconds = bench["count_tokens"](server.base_url, "local-model", kept)
         (sent,) = server.requests
-    assert tokens == 10 and seconds > 0
+        ((_, reported),) = server.usages
+    assert reported is not None and tokens == reported["prompt_tokens"] and seconds > 0
     assert sent == {
         "messages": kept["messages"],
         "tools": [],
