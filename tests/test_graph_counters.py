@@ -4,7 +4,7 @@ counted in the graph state, through the real ChatOpenAI client against the scrip
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,9 +17,9 @@ from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.planner import RespondArgs
 from tests import plan_execute_script as script
 from tests.fake_models import Mode, both_modes, run
+from tests.mistaken_replies import as_if_right, mistaken, told
 from tests.scripted_openai import Quirks, Reply, ScriptedOpenAIServer, text, tool_call, tool_calls
 
-Responder = Callable[[dict[str, Any]], Reply]
 BROKEN_ARGS = '{"subject": "Write it", '
 UNKNOWN_CALL = json.dumps({"name": "Nope", "arguments": {"x": 1}})
 
@@ -27,41 +27,6 @@ UNKNOWN_CALL = json.dumps({"name": "Nope", "arguments": {"x": 1}})
 @pytest.fixture(autouse=True)
 def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test")
-
-
-def _correction(message: dict[str, Any]) -> bool:
-    markers = ("could not be used", "not valid JSON", "it was not run")
-    return any(marker in str(message.get("content")) for marker in markers)
-
-
-def _told(request: dict[str, Any]) -> int:
-    """How many corrections of any kind the request's conversation holds."""
-    return sum(map(_correction, request["messages"]))
-
-
-def _as_if_right(request: dict[str, Any]) -> dict[str, Any]:
-    """A decision request without its mistaken replies and their corrections (the script
-    reads the objective from the last user message)."""
-    kept = [m for m in request["messages"] if m.get("role") != "assistant" and not _correction(m)]
-    return {**request, "messages": kept}
-
-
-def _first_turn(request: dict[str, Any]) -> bool:
-    return not any(m.get("role") == "assistant" for m in request["messages"])
-
-
-def _mistaken(roles: dict[str, Reply]) -> Responder:
-    """The script, except that each role in `roles` first sends its mistaken reply (the
-    executor on the first turn of every step), then answers well once corrected."""
-
-    def respond(request: dict[str, Any]) -> Reply:
-        role = script.classify(request).role
-        mistake = roles.get(role)
-        if mistake is not None and not _told(request) and _first_turn(request):
-            return mistake
-        return script.respond(request if role == "executor" else _as_if_right(request))
-
-    return respond
 
 
 @pytest.fixture
@@ -89,12 +54,12 @@ def _counted(
 def test_a_decision_reply_without_a_decision_is_counted_once_corrected(
     server: ScriptedOpenAIServer, mode: Mode, decision_mode: DecisionMode
 ) -> None:
-    server.responder = _mistaken({"planner": text("First I will think about the steps.")})
+    server.responder = mistaken({"planner": text("First I will think about the steps.")})
     result, values = _counted(server, "Ship it in 1 steps", mode, decision_mode=decision_mode)
 
     assert result["response"].startswith("All 1 steps")
     planner = [r for r in server.requests if script.classify(r).role == "planner"]
-    assert len(planner) == 2 and _told(planner[1]) == 1
+    assert len(planner) == 2 and told(planner[1]) == 1
     assert values["corrected_mistakes"] == 1
     assert "corrected_mistakes" not in result  # in the state, not in the output
 
@@ -109,12 +74,12 @@ def test_every_mistaken_decision_reply_counts(server: ScriptedOpenAIServer) -> N
     """Two mistakes before the replanner's decision, one before the planner's."""
 
     def respond(request: dict[str, Any]) -> Reply:
-        role, told = script.classify(request).role, _told(request)
-        if role == "replanner" and told < 2:
-            return [text("Nearly done."), tool_call("respond", {"answer": "x"})][told]
-        if role == "planner" and not told:
+        role, corrections = script.classify(request).role, told(request)
+        if role == "replanner" and corrections < 2:
+            return [text("Nearly done."), tool_call("respond", {"answer": "x"})][corrections]
+        if role == "planner" and not corrections:
             return tool_call("plan", {"steps": "all at once"})
-        return script.respond(request if role == "executor" else _as_if_right(request))
+        return script.respond(request if role == "executor" else as_if_right(request))
 
     server.responder = respond
     result, values = _counted(server, "Ship it in 1 steps")
@@ -137,7 +102,7 @@ def test_an_executor_reply_with_invalid_json_arguments_counts_once(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     broken = tool_calls([("TaskCreate", BROKEN_ARGS), ("TaskList", '{"')])  # one reply, 2 calls
-    server.responder = _mistaken({"executor": broken})
+    server.responder = mistaken({"executor": broken})
     result, values = _counted(server, "Ship it in 1 steps", mode)
 
     assert [s["status"] for s in result["executed_steps"]] == ["done"]
@@ -148,7 +113,7 @@ def test_an_executor_reply_with_invalid_json_arguments_counts_once(
 
 
 def test_an_unreadable_call_written_as_text_counts(server: ScriptedOpenAIServer) -> None:
-    server.responder = _mistaken({"executor": text(f"```json\n{UNKNOWN_CALL}\n```")})
+    server.responder = mistaken({"executor": text(f"```json\n{UNKNOWN_CALL}\n```")})
     result, values = _counted(server, "Ship it in 1 steps")
     assert [s["status"] for s in result["executed_steps"]] == ["done"]
     assert values["corrected_mistakes"] == 1
@@ -157,7 +122,7 @@ def test_an_unreadable_call_written_as_text_counts(server: ScriptedOpenAIServer)
 def test_a_call_to_an_unknown_tool_is_not_a_corrected_mistake(
     server: ScriptedOpenAIServer,
 ) -> None:
-    server.responder = _mistaken({"executor": tool_call("Nope", {"x": 1})})
+    server.responder = mistaken({"executor": tool_call("Nope", {"x": 1})})
     result, values = _counted(server, "Ship it in 1 steps")
     assert [s["status"] for s in result["executed_steps"]] == ["done"]
     assert values["corrected_mistakes"] == 0  # the tool's error reply, not a correction
@@ -165,7 +130,7 @@ def test_a_call_to_an_unknown_tool_is_not_a_corrected_mistake(
 
 @both_modes
 def test_parallel_branches_and_decisions_add_up(server: ScriptedOpenAIServer, mode: Mode) -> None:
-    server.responder = _mistaken(
+    server.responder = mistaken(
         {"planner": text("Let me see."), "executor": tool_call("TaskCreate", BROKEN_ARGS)}
     )
     result, values = _counted(server, "Ship it in 3 parallel steps", mode)
@@ -178,7 +143,7 @@ def test_recovered_calls_and_mistakes_are_counted_apart() -> None:
     """A call written as text is recovered (not a mistake); a broken one is a mistake."""
     broken = tool_call("TaskCreate", BROKEN_ARGS)
     with ScriptedOpenAIServer(
-        _mistaken({"executor": broken}), quirks=Quirks(calls_as_text="tagged")
+        mistaken({"executor": broken}), quirks=Quirks(calls_as_text="tagged")
     ) as server:
         result, values = _counted(server, "Ship it in 1 steps")
     assert [s["status"] for s in result["executed_steps"]] == ["done"]
