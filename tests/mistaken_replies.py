@@ -6,34 +6,51 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from replan.graphs.executor import INVALID_ARGUMENTS
+from replan.graphs.prompts import DEFAULT_PROMPTS
 from tests import plan_execute_script as script
 from tests.scripted_openai import Reply, Responder
 
-CORRECTION_MARKERS = ("could not be used", "not valid JSON", "it was not run")
-"""Words of the decision correction, the executor's invalid-arguments reply and its text-call
-correction (`replan.graphs.prompts`, `replan.graphs.executor`)."""
+CORRECTIONS = tuple(
+    template.split("{")[0]
+    for template in (
+        DEFAULT_PROMPTS.correction,
+        DEFAULT_PROMPTS.json_correction,
+        DEFAULT_PROMPTS.text_call_correction,
+        INVALID_ARGUMENTS,
+    )
+)
+"""How the messages begin that tell the model its last reply was a mistake: the decision
+corrections, the executor's text-call correction and its reply to invalid JSON arguments."""
 
 
 def is_correction(message: dict[str, Any]) -> bool:
     """Whether a request message tells the model that its last reply was a mistake."""
-    return any(marker in str(message.get("content")) for marker in CORRECTION_MARKERS)
+    return str(message.get("content") or "").startswith(CORRECTIONS)
 
 
 def told(request: dict[str, Any]) -> int:
-    """How many corrections of any kind the request's conversation holds."""
+    """How many corrections the request's conversation holds."""
     return sum(map(is_correction, request["messages"]))
 
 
 def as_if_right(request: dict[str, Any]) -> dict[str, Any]:
-    """A decision request without its mistaken replies and their corrections (scripts read
-    the objective from the last user message)."""
-    kept = [m for m in request["messages"] if m.get("role") != "assistant" and not is_correction(m)]
+    """The request without the mistaken replies and their corrections, as if the model had
+    answered well at once (the planner and replanner send only the corrections back, the
+    executor its mistaken reply too)."""
+    messages = request["messages"]
+    kept = [
+        message
+        for message, after in zip(messages, [*messages[1:], {}], strict=True)
+        if not is_correction(message)
+        and not (message.get("role") == "assistant" and is_correction(after))
+    ]
     return {**request, "messages": kept}
 
 
 def first_turn(request: dict[str, Any]) -> bool:
     """Whether the model has not answered yet in this conversation."""
-    return not any(m.get("role") == "assistant" for m in request["messages"])
+    return not told(request) and not any(m.get("role") == "assistant" for m in request["messages"])
 
 
 def mistaken(roles: Mapping[str, Reply], respond: Responder = script.respond) -> Responder:
@@ -44,8 +61,8 @@ def mistaken(roles: Mapping[str, Reply], respond: Responder = script.respond) ->
     def answer(request: dict[str, Any]) -> Reply:
         role = script.classify(request).role
         mistake = roles.get(role)
-        if mistake is not None and not told(request) and first_turn(request):
+        if mistake is not None and first_turn(request):
             return mistake
-        return respond(request if role == "executor" else as_if_right(request))
+        return respond(as_if_right(request))
 
     return answer
