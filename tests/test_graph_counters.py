@@ -112,6 +112,13 @@ def test_an_executor_reply_with_invalid_json_arguments_counts_once(
     assert values["corrected_mistakes"] == 1
 
 
+def test_a_correction_the_step_ends_on_is_not_counted(server: ScriptedOpenAIServer) -> None:
+    server.responder = mistaken({"executor": tool_call("TaskCreate", BROKEN_ARGS)})
+    result, values = _counted(server, "Ship it in 1 steps", executor_max_steps=1, max_iterations=1)
+    assert [s["status"] for s in result["executed_steps"]] == ["unfinished"]
+    assert values["corrected_mistakes"] == 0  # the model was never asked again
+
+
 def test_an_unreadable_call_written_as_text_counts(server: ScriptedOpenAIServer) -> None:
     server.responder = mistaken({"executor": text(f"```json\n{UNKNOWN_CALL}\n```")})
     result, values = _counted(server, "Ship it in 1 steps")
