@@ -8,8 +8,7 @@ was right, model calls, input/output tokens as the server reported them (LangCha
 `UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
 none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
 and fallbacks replan's final state counts ("-" for the tutorial's design, which counts none of
-them), and wall time; then totals per design and ratios
-against the tutorial.
+them), and wall time; then totals per design and ratios against the tutorial.
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
