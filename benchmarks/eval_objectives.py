@@ -7,8 +7,8 @@ plan-and-execute design (`benchmarks/tutorial.py`). For every run it prints whet
 was right, model calls, input/output tokens as the server reported them (LangChain's
 `UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
 none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
-and fallbacks replan's final state counts, and wall time; then totals per design and ratios
-against the tutorial.
+and fallbacks replan's final state counts ("-" for the tutorial's design, which counts none of
+them), and wall time; then totals per design and ratios against the tutorial.
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
@@ -31,7 +31,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -56,6 +56,7 @@ from replan.graphs.cli.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.context import Context  # noqa: E402
 from replan.graphs.executor import EXECUTOR  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
+from replan.graphs.state import fallbacks_of  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
 from replan.state.tasks import TaskContext  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
@@ -65,13 +66,34 @@ DESIGNS = ("replan", "when_needed", "tutorial")
 """replan with default settings, replan with replan="when_needed", the tutorial's design."""
 WAVE_NODES = {"replan": EXECUTOR, "when_needed": EXECUTOR, "tutorial": "agent"}
 """The node that carries out one plan step, in each design."""
+
+
+def _fallbacks(state: Mapping[str, Any]) -> int:
+    """How many ways of asking for decisions the server refused (the `decision_mode` record)."""
+    return len(fallbacks_of(state.get("decision_mode")))
+
+
+@dataclass(frozen=True)
+class Counter:
+    """Events replan's final state counts, shown in the table's `column`; `read` counts them
+    in a state, by default the int state channel named by the counter's key."""
+
+    column: str
+    read: Callable[[Mapping[str, Any]], int] | None = None
+
+    def count(self, key: str, state: Mapping[str, Any]) -> int:
+        """The count in `state` (0 when it has not counted any)."""
+        return self.read(state) if self.read else int(state.get(key, 0))
+
+
 COUNTERS = {
-    "corrected_mistakes": "mistakes",
-    "recovered_calls": "text calls",
-    "fallbacks": "fallbacks",
+    "corrected_mistakes": Counter("mistakes"),
+    "recovered_calls": Counter("text calls"),
+    "fallbacks": Counter("fallbacks", _fallbacks),
 }
-"""The keys of replan's final state that count events (0 when the state has none; a list counts
-its items) -> the table's column."""
+"""What a replan run counts, by key. The tutorial's design counts none of it: its runs have no
+counters (the table shows "-")."""
+NOT_COUNTED = "-"
 MAX_ITERATIONS = 8
 EXECUTOR_MAX_STEPS = 8
 REQUEST_TIMEOUT = 120.0
@@ -100,6 +122,7 @@ class Run:
     output_tokens: int | None
     widest_wave: int
     counters: dict[str, int]
+    """By key of `COUNTERS`; empty for the tutorial's design, which counts none of it."""
     wall: float
     error: str = ""
     """Why the run ended without an answer to check (exception, timeout, stop_reason)."""
@@ -135,13 +158,9 @@ class Meter(UsageMetadataCallbackHandler):
         return sum(usage[kind] for usage in self.usage_metadata.values())
 
 
-def _count(value: Any) -> int:
-    """A counter as the state may hold it: a number, or a list/dict of the events."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    return len(value) if isinstance(value, list | dict) else 0
+def counters(state: Mapping[str, Any]) -> dict[str, int]:
+    """Every counter of `COUNTERS` in replan's final `state`."""
+    return {key: counter.count(key, state) for key, counter in COUNTERS.items()}
 
 
 def _one_line(error: BaseException) -> str:
@@ -219,7 +238,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
         input_tokens=meter.tokens("input_tokens"),
         output_tokens=meter.tokens("output_tokens"),
         widest_wave=widest,
-        counters={key: _count(state.get(key, 0)) for key in COUNTERS},
+        counters={} if design == "tutorial" else counters(state),
         wall=wall,
         error=error,
     )
@@ -237,7 +256,8 @@ class Totals:
     model_calls: int = 0
     input_tokens: int | None = 0
     output_tokens: int | None = 0
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    counters: dict[str, int] = field(default_factory=dict)
+    """Added up over the runs that count them (none for the tutorial's design)."""
     wall: float = 0.0
 
 
@@ -256,7 +276,7 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
         total.input_tokens = _plus(total.input_tokens, run.input_tokens)
         total.output_tokens = _plus(total.output_tokens, run.output_tokens)
         for key, value in run.counters.items():
-            total.counters[key] += value
+            total.counters[key] = total.counters.get(key, 0) + value
         total.wall += run.wall
     return by_design
 
@@ -288,6 +308,10 @@ def _cell(value: int | float | None) -> str:
     return f"{value:.1f}" if isinstance(value, float) else str(value)
 
 
+def _counter_cells(counted: dict[str, int]) -> list[str]:
+    return [str(counted[key]) if key in counted else NOT_COUNTED for key in COUNTERS]
+
+
 COLUMNS = (
     ("objective", 18),
     ("design", 12),
@@ -296,7 +320,7 @@ COLUMNS = (
     ("in tok", 8),
     ("out tok", 8),
     ("wave", 5),
-    *((column, 11) for column in COUNTERS.values()),
+    *((counter.column, 11) for counter in COUNTERS.values()),
     ("wall s", 8),
 )
 
@@ -322,7 +346,7 @@ def table(runs: Sequence[Run]) -> str:
                     _cell(run.input_tokens),
                     _cell(run.output_tokens),
                     _cell(run.widest_wave),
-                    *(_cell(run.counters[c]) for c in COUNTERS),
+                    *_counter_cells(run.counters),
                     f"{run.wall:.2f}",
                 ]
             )
@@ -340,7 +364,7 @@ def table(runs: Sequence[Run]) -> str:
                     _cell(total.input_tokens),
                     _cell(total.output_tokens),
                     "",
-                    *(_cell(total.counters[c]) for c in COUNTERS),
+                    *_counter_cells(total.counters),
                     f"{total.wall:.2f}",
                 ]
             )

@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmarks.objectives import ERROR, SUITE, Objective, Step
 from replan.graphs.prompts import FAILED_PREFIX as FAILED
+from tests.plan_execute_script import classify
 from tests.scripted_openai import Reply, text, tool_call
 
 
@@ -28,10 +29,6 @@ def _content(message: dict[str, Any]) -> str:
 def prompt_text(request: dict[str, Any]) -> str:
     """Every message text of `request`, joined."""
     return "\n".join(_content(m) for m in request.get("messages", []))
-
-
-def _tool_names(request: dict[str, Any]) -> list[str]:
-    return [t.get("function", {}).get("name", "") for t in request.get("tools") or []]
 
 
 def _forced(request: dict[str, Any]) -> str | None:
@@ -132,9 +129,12 @@ def execute(request: dict[str, Any]) -> Reply:
 
 
 def respond(request: dict[str, Any]) -> Reply:
-    """The scripted model's reply to any request of either design."""
-    forced, names = _forced(request), _tool_names(request)
-    if forced is None and not {"plan", "respond"} & set(names) and "Plan" not in names:
+    """The scripted model's reply to any request of either design. replan's decisions are
+    answered as `plan` / `respond` calls in every decision mode (the scripted server turns them
+    into what the request asks for: a `decide` call or a JSON object)."""
+    forced = _forced(request)
+    role = "tutorial" if forced in ("Plan", "Act") else classify(request).role
+    if role == "executor":
         return execute(request)
     prompt = prompt_text(request)
     objective = _objective(prompt)
@@ -147,7 +147,7 @@ def respond(request: dict[str, Any]) -> Reply:
         decision = decide(objective, prompt, tutorial=True)
         action = {"response": decision} if isinstance(decision, str) else {"steps": decision}
         return tool_call("Act", {"action": action})
-    if "respond" not in names:  # replan's planner
+    if role == "planner":
         steps = plan_items(objective, list(first))
         return tool_call("plan", {_first_param(request, "plan", "steps"): steps})
     decision = decide(objective, prompt, tutorial=False)

@@ -410,14 +410,17 @@ def _ask(
 @dataclass(frozen=True)
 class Decision:
     """A decision's validated arguments (their type, `PlanArgs` or `RespondArgs`, says which
-    tool), and how many tool calls written as text were recovered while asking for it."""
+    tool), how many tool calls written as text were recovered while asking for it, and how
+    many replies before it were mistakes that were corrected."""
 
     args: BaseModel
     recovered_calls: int = 0
+    mistakes: int = 0
 
     def update(self) -> dict[str, int]:
-        """The state update counting the recovered calls (nothing when there were none)."""
-        return {"recovered_calls": self.recovered_calls} if self.recovered_calls else {}
+        """The state update adding these counts to the run's (the ones that are not 0)."""
+        counts = {"recovered_calls": self.recovered_calls, "corrected_mistakes": self.mistakes}
+        return {key: count for key, count in counts.items() if count}
 
 
 def _reply_preview(reply: AIMessage) -> str:
@@ -451,13 +454,13 @@ def decide(
     modes = modes or DecisionModes()
     conversation = list(messages)
     recovered = 0
-    for _ in range(retries + 1):
+    for mistakes in range(retries + 1):  # each turn after the first follows a corrected one
         request, reply = yield from _ask(model, conversation, tools, prompts, modes)
         recovered += recovered_calls(reply)
         try:
             if cut_off(reply) and reply.tool_calls and not recovered_calls(reply):
                 raise ModelMistake("cut off", "")  # streamed arguments are read leniently
-            return Decision(request.read(reply), recovered)
+            return Decision(request.read(reply), recovered, mistakes)
         except ModelMistake as exc:
             mistake = exc
             if cut_off(reply):

@@ -3,7 +3,8 @@
 Each step that can start runs as its own `executor` task (a LangGraph `Send`, see `wave`), so
 the steps of a wave run side by side, at most `Context.max_concurrency` at a time. A branch gets
 a `StepRun`: the objective, its step, the results of the steps it depends on and the task list;
-it returns its step's result, the usage of the step's model calls (attributed to the step) and,
+it returns its step's result, the usage of the step's model calls (attributed to the step), how
+many tool calls written as text it recovered and how many mistaken replies it corrected and,
 when it changed the task list, a `TaskReplay` that the state merges with the other branches'
 changes (`replan.graphs.task_merge`).
 
@@ -94,6 +95,14 @@ def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
     ]
 
 
+def corrected_mistakes(loop: ExecutorState) -> int:
+    """How many of the loop's replies were corrected and asked again: those `act` answered
+    with a correction, unless the loop ended on that correction (its budget spent or the reply
+    cut off), which the model then never read."""
+    unread = bool(loop["messages"]) and not isinstance(loop["messages"][-1], AIMessage)
+    return loop.get("corrected_mistakes", 0) - unread
+
+
 def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
     """The model's latest turn in `messages`."""
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
@@ -149,6 +158,8 @@ class Executor:
         recovered = sum(recovered_calls(m) for m in done["messages"] if isinstance(m, AIMessage))
         if recovered:
             update["recovered_calls"] = recovered
+        if mistakes := corrected_mistakes(done):
+            update["corrected_mistakes"] = mistakes
         if done.get("usage"):
             used = total_tally(done["usage"])
             update["usage"] = step_usage(EXECUTOR, step["id"], used)
@@ -160,7 +171,7 @@ class Executor:
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
         call whose arguments are not valid JSON, or a correction when its text looks like a
-        tool call that could not be read."""
+        tool call that could not be read (see `corrected_mistakes`)."""
         context = runtime.context or Context()
         offer = self.offers[chosen(context)]
         model = resolve_model(self.model, context, context.executor_max_tokens)
@@ -173,10 +184,13 @@ class Executor:
             corrections.append(
                 HumanMessage(self.prompts.text_call_correction.format(problem=problem, tools=tools))
             )
-        return {
+        update: dict[str, Any] = {
             "messages": [reply, *corrections],
             "model_calls": state.get("model_calls", 0) + 1,
         }
+        if corrections:  # one mistaken reply, however many of its calls were wrong
+            update["corrected_mistakes"] = 1
+        return update
 
     def route(
         self, state: ExecutorState, runtime: Runtime[Context]

@@ -4,9 +4,11 @@ The graph keeps the user's `messages`, the `plan` (steps still to do, each with 
 and the ids of the steps it waits for), the `executed_steps` with their results, the final
 `response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
 (`iterations`), once the model server refused a way of asking for decisions, the way used
-instead (`decision_mode`), and the tokens the model calls used (`usage`, per node and per plan
-step, see `replan.state.usage`). Each round carries out one wave: every planned step whose
-dependencies are done, side by side (see `runnable_steps`).
+instead (`decision_mode`), how many tool calls written as text were recovered
+(`recovered_calls`) and how many mistaken model replies were corrected (`corrected_mistakes`),
+and the tokens the model calls used (`usage`, per node and per plan step, see
+`replan.state.usage`). Each round carries out one wave: every planned step whose dependencies
+are done, side by side (see `runnable_steps`).
 
 A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
 after the item before it, or `{"step": text, "depends_on": [positions]}` with 1-based positions
@@ -137,6 +139,11 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     recovered_calls: Annotated[int, operator.add]
     """How many tool calls the model wrote as text were recovered, over every node and
     executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
+    corrected_mistakes: Annotated[int, operator.add]
+    """How many model replies were mistakes the model was told about and asked again for: a
+    decision without a usable decision in it, an executor turn with a tool call whose arguments
+    are not valid JSON or a tool call written as text that could not be read; over every node
+    and executor branch, kept in the state, not in the output."""
     decision_mode: DecisionModeRecord
     usage: Annotated[RunUsage, merge_usage]
 
@@ -152,10 +159,11 @@ class StepRun(TypedDict):
 
 
 class ExecutorState(TasksState, total=False):
-    """State of the executor's inner tool loop; `model_calls` counts its model turns, `usage`
-    adds up their tokens."""
+    """State of the executor's inner tool loop; `model_calls` counts its model turns,
+    `corrected_mistakes` the turns answered with a correction, `usage` adds up their tokens."""
 
     model_calls: int
+    corrected_mistakes: Annotated[int, operator.add]
     usage: Annotated[RunUsage, merge_usage]
 
 

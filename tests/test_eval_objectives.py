@@ -3,6 +3,7 @@ server, its command line, and answer checkers that reject wrong answers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,7 +16,17 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tools import ToolException
 
-from benchmarks.eval_objectives import COUNTERS, DESIGNS, Meter, main
+from benchmarks.eval_objectives import (
+    COUNTERS,
+    DESIGNS,
+    NOT_COUNTED,
+    Bounds,
+    Meter,
+    Server,
+    counters,
+    main,
+    run_one,
+)
 from benchmarks.objectives import (
     CATALOGUE,
     OBJECTIVES,
@@ -31,10 +42,12 @@ from benchmarks.objectives import (
     check_units,
     check_weather,
 )
-from benchmarks.scripted_answers import results_in
+from benchmarks.scripted_answers import respond, results_in
 from replan.state.plans import PlanUpdate
 from replan.state.tasks import TaskContext
 from replan.tools.task_tools import run_task_call
+from tests.mistaken_replies import mistaken
+from tests.scripted_openai import MODEL_ID, ScriptedOpenAIServer, text, tool_call
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "eval_objectives.py"
 
@@ -61,7 +74,8 @@ def test_scripted_suite_solves_every_objective_with_every_design_and_totals_add_
         assert (total["runs"], total["solved"]) == (len(OBJECTIVES), len(OBJECTIVES))
         for key in ("model_calls", "input_tokens", "output_tokens"):
             assert total[key] == sum(r[key] for r in mine) > 0
-        assert total["counters"] == {c: sum(r["counters"][c] for r in mine) for c in COUNTERS}
+        counted = {} if design == "tutorial" else COUNTERS  # the tutorial counts none
+        assert total["counters"] == {c: sum(r["counters"][c] for r in mine) for c in counted}
         assert total["wall"] == pytest.approx(sum(r["wall"] for r in mine))
     ratio = report["ratios"]["replan/tutorial"]
     tutorial, replan = report["totals"]["tutorial"], report["totals"]["replan"]
@@ -131,6 +145,49 @@ def test_recovered_text_calls_are_read_from_replans_state(
     assert main(argv) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["counters"]["recovered_calls"] == 0
+
+
+def test_fallbacks_are_counted_for_replan_designs_and_not_for_the_tutorial(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--objective", "unit_chain", "--quirk", "refuse_required=true"]
+    assert main([*argv, "--json"]) == 0  # llama-cpp-python refuses tool_choice "required"
+    report = json.loads(capsys.readouterr().out)
+    counted = {run["design"]: run["counters"] for run in report["runs"]}
+    replan_counts = {"corrected_mistakes": 0, "recovered_calls": 0, "fallbacks": 1}
+    assert counted == {"replan": replan_counts, "when_needed": replan_counts, "tutorial": {}}
+    assert report["totals"]["tutorial"]["counters"] == {}
+    assert main(argv) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    columns = [counter.column for counter in COUNTERS.values()]
+    assert columns == ["mistakes", "text calls", "fallbacks"]
+    (tutorial,) = [row for row in rows if row[:2] == ["unit_chain", "tutorial"]]
+    (replan,) = [row for row in rows if row[:2] == ["unit_chain", "replan"]]
+    assert tutorial[-4:-1] == [NOT_COUNTED] * 3 and replan[-4:-1] == ["0", "0", "1"]
+
+
+def test_counters_read_replans_state() -> None:
+    refusal = {"refused": "tool_required", "asked": "x", "status": 500, "fallback": "tool_named"}
+    state = {
+        "corrected_mistakes": 2,
+        "recovered_calls": 3,
+        "decision_mode": {"mode": "json_object", "fallbacks": [refusal, refusal]},
+    }
+    assert counters(state) == {"corrected_mistakes": 2, "recovered_calls": 3, "fallbacks": 2}
+    assert counters({}) == dict.fromkeys(COUNTERS, 0)
+
+
+def test_the_mistakes_column_counts_the_models_corrected_replies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    replies = {"planner": text("Let me think first."), "executor": tool_call("convert", '{"')}
+    with ScriptedOpenAIServer(mistaken(replies, respond)) as scripted:
+        server = Server(scripted.base_url, MODEL_ID, "test")
+        run = asyncio.run(run_one(OBJECTIVES["unit_chain"], "replan", server, Bounds()))
+    assert run.solved, run.error
+    steps = len(OBJECTIVES["unit_chain"].script.steps)
+    assert run.counters["corrected_mistakes"] == 1 + steps  # the planner's, one per step
 
 
 def test_catalogue_checker(tmp_path: Path) -> None:

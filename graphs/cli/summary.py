@@ -273,6 +273,7 @@ def summarize(
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
         "recovered_calls": values.get("recovered_calls", 0),
+        "corrected_mistakes": values.get("corrected_mistakes", 0),
         "usage": usage_summary(values, run_prices(snapshot, prices)),
         "review": review,
         "error": errors[0] if errors else None,
@@ -328,6 +329,8 @@ def describe_run(
     ]
     if recovered := values.get("recovered_calls", 0):
         parts.append(f"Tool calls read from the model's text: {recovered}")
+    if mistakes := values.get("corrected_mistakes", 0):
+        parts.append(f"Model mistakes corrected: {mistakes}")
     if values.get("response"):
         title = "Report" if status.state == "not_finished" else "Answer"
         parts.append(f"{title}:\n{_indent(values['response'])}")
