@@ -271,9 +271,10 @@ class _Prober:
 
 
 def _failure(name: ProbeName, error: ModelUnavailableError, seconds: float) -> Probe:
+    """A refusal (only of what a request carries beyond the plain one), or a failure."""
     status = refusal_status(error)
     cause = error.__cause__
-    if status is not None:
+    if status is not None and name != "plain":
         return Probe(name, "refused", status, str(error), seconds=seconds)
     code = cause.status_code if isinstance(cause, openai.APIStatusError) else None
     return Probe(name, "failed", code, str(error), seconds=seconds)
@@ -323,8 +324,8 @@ def _mode_outcome(outcomes: Sequence[Outcome]) -> Outcome:
 
 def chosen_mode(modes: dict[DecisionMode, Outcome]) -> DecisionMode | None:
     """The first mode of `DECISION_MODES` found honoured, else the first whose calls came as
-    text, else the first not refused (or None when every one was)."""
-    for wanted in (("honoured",), ("as_text",), ("ignored", "failed", "skipped")):
+    text, else the first asked and not refused (None when there is none)."""
+    for wanted in (("honoured",), ("as_text",), ("ignored", "failed")):
         for mode in DECISION_MODES:
             if modes[mode] in wanted:
                 return mode

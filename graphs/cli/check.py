@@ -135,12 +135,20 @@ def format_report(report: ServerReport) -> str:
     return "\n".join(parts)
 
 
-def _progress(quiet: bool) -> tuple[Callable[[ProbeName], None], Callable[[Probe], None]]:
+def _progress(
+    context: Context, quiet: bool
+) -> tuple[Callable[[ProbeName], None], Callable[[Probe], None]]:
     """Callbacks saying on stderr which probe is asked and what it found."""
 
     def started(name: ProbeName) -> None:
-        if not quiet:
-            say(f"Probing {LABELS[name]} …")
+        if quiet:
+            return
+        if name == PROBES[0]:
+            say(
+                f"Checking {context.base_url or 'api.openai.com'} (model {context.model}): "
+                f"{len(PROBES)} small requests of at most {CHECK_MAX_TOKENS} tokens each"
+            )
+        say(f"Probing {LABELS[name]} …")
 
     def done(probe: Probe) -> None:
         if not quiet:
@@ -154,13 +162,8 @@ def execute(args: argparse.Namespace) -> ExitCode:
     reach (or no API key is set)."""
     given = {name: getattr(args, name) for name in ("model", "base_url", "timeout")}
     context = Context(**{name: value for name, value in given.items() if value is not None})
-    if not args.quiet:
-        say(
-            f"Checking {context.base_url or 'api.openai.com'} (model {context.model}): "
-            f"{len(PROBES)} small requests of at most {CHECK_MAX_TOKENS} tokens each"
-        )
     try:
-        report = check_server(context, *_progress(args.quiet))
+        report = check_server(context, *_progress(context, args.quiet))
     except ModelUnavailableError as exc:
         raise CliError(ExitCode.MODEL_UNAVAILABLE, one_line(str(exc))) from None
     if args.json:
