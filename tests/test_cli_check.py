@@ -176,7 +176,7 @@ def test_the_decision_probes_are_the_requests_runs_send(
 ) -> None:
     with ScriptedOpenAIServer(check_script.respond) as server:
         assert _check(capsys, server).code == ExitCode.OK
-        requests = {PROBES[i]: request for i, request in enumerate(server.requests)}
+        requests: dict[str, dict[str, Any]] = dict(zip(PROBES, server.requests, strict=True))
 
     def tools(name: str) -> list[str]:
         return [tool["function"]["name"] for tool in requests[name].get("tools") or []]
