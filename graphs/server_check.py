@@ -21,10 +21,10 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import openai
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -32,6 +32,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
 )
+from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
 
 from replan.graphs import prompts as texts
@@ -70,10 +71,7 @@ ProbeName = Literal[
     "plain", "auto", "several", "named", "required", "decide", "json_schema", "json_object",
     "stream",
 ]  # fmt: skip
-PROBES: tuple[ProbeName, ...] = (
-    "plain", "auto", "several", "named", "required", "decide", "json_schema", "json_object",
-    "stream",
-)  # fmt: skip
+PROBES: tuple[ProbeName, ...] = get_args(ProbeName)
 """The probes in the order they are asked."""
 MODE_PROBES: dict[DecisionMode, tuple[ProbeName, ...]] = {
     "tool_required": ("named", "required"),
@@ -189,7 +187,7 @@ class _Prober:
     def ask(
         self,
         name: ProbeName,
-        model: Any,
+        model: Runnable[LanguageModelInput, BaseMessage],
         messages: Sequence[BaseMessage],
         offered: OfferedTools | None,
         judge: Callable[[AIMessage], tuple[Outcome, str]],
@@ -245,11 +243,13 @@ class _Prober:
             return self._record(_failure("stream", exc, time.monotonic() - start))
         seconds = time.monotonic() - start
         if reply is None or not reply.text.strip():
-            return self._record(Probe("stream", "ignored", detail="no text streamed"))
+            return self._record(
+                Probe("stream", "ignored", detail="no text streamed", seconds=seconds)
+            )
         usage = reply.usage_metadata
         written = usage["output_tokens"] if usage else chunks
-        if chunks > 1 and last > first:
-            self.speed = Speed(first - start, written / (last - first))
+        if chunks > 1 and last > first:  # the tokens after the first, over the time they took
+            self.speed = Speed(first - start, (written - 1) / (last - first))
         return self._record(
             Probe(
                 "stream",
