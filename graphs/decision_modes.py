@@ -224,7 +224,12 @@ class Request:
         return OfferedTools.of([tool.name for tool in self.tools], required)
 
     def read(self, reply: AIMessage) -> BaseModel:
-        """The decision in `reply`; ModelMistake when it holds none."""
+        """The decision in `reply`; ModelMistake when it holds none. A tool call cut off at the
+        token limit is never taken: the client reads streamed arguments leniently, so a
+        truncated call could pass for a whole one (a decision written as text that still
+        parses whole is taken)."""
+        if cut_off(reply) and reply.tool_calls and not recovered_calls(reply):
+            raise ModelMistake("cut off", "")
         if self.kind == "json":
             return read_json_decision(reply, self.tools)
         if self.kind == "decide":
@@ -458,8 +463,6 @@ def decide(
         request, reply = yield from _ask(model, conversation, tools, prompts, modes)
         recovered += recovered_calls(reply)
         try:
-            if cut_off(reply) and reply.tool_calls and not recovered_calls(reply):
-                raise ModelMistake("cut off", "")  # streamed arguments are read leniently
             return Decision(request.read(reply), recovered, mistakes)
         except ModelMistake as exc:
             mistake = exc

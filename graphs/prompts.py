@@ -233,3 +233,26 @@ class Prompts:
 
 
 DEFAULT_PROMPTS = Prompts()
+
+
+# --- `replan check` (replan.graphs.server_check): small probes of a model server -------------
+# Each probe asks a cooperative model for something it can clearly do in a few tokens.
+
+CHECK_PLAIN = "Reply with the single word OK."
+CHECK_TOOL = "Tell the current time in a city."
+CHECK_TOOL_CITY = "The name of the city."
+CHECK_ONE_CALL = "Call the tool `get_time` with city 'Paris'."
+CHECK_TWO_CALLS = (
+    "Call the tool `get_time` twice in this one reply: once with city 'Paris' and once with "
+    "city 'Tokyo'."
+)
+CHECK_SYSTEM = "You decide how work on an objective goes on: plan steps, or give the answer."
+CHECK_PLAN = (
+    "Objective: tell the current time in Paris. Call `plan` with one step: "
+    "'Look up the time in Paris'."
+)
+CHECK_RESPOND = (
+    "Objective: name the capital of France. The work is done and the answer is Paris: give "
+    "the final answer 'Paris' now (`respond`), no further steps."
+)
+CHECK_STREAM = "Count from 1 to 20, the numbers separated by spaces, and nothing else."

@@ -1,11 +1,12 @@
 """The `replan` command line: run, resume and inspect persistent plan–execute runs.
 
-Commands (all take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
+Commands (all but `check` take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
 
     replan run "OBJECTIVE" | - | --objective-file PATH [--thread-id ID] [--approve-plan] [options]
     replan resume --thread-id ID [--approve | --reject [REASON] | --edit-plan STEP ...]
     replan show --thread-id ID [--price-in USD --price-out USD]
     replan threads
+    replan check [--base-url URL] [--model M] [--timeout S]
 
 Progress goes to stderr, the answer (or with `--json` one JSON document) to stdout. Every error
 is one line on stderr; `ExitCode` lists the exit codes (the help and the README show them).
@@ -58,8 +59,14 @@ class ExitCode(IntEnum):
         member.meaning = meaning
         return member
 
-    OK = 0, "the run met its objective; the answer is on stdout"
-    FAILED = 1, "the run failed: the model misbehaved past its retries, or an unexpected error"
+    OK = 0, "the run met its objective; the answer is on stdout (check: runs can work there)"
+    FAILED = (
+        1,
+        (
+            "the run failed: the model misbehaved past its retries, or an unexpected error "
+            "(check: runs cannot work there)"
+        ),
+    )
     USAGE = 2, "usage error: bad option or objective, thread id in use, no plan awaiting approval"
     MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable, too slow or failing"
     AWAITING_APPROVAL = 4, "the plan waits for approval and there is no terminal to ask on"
@@ -319,6 +326,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     threads = commands.add_parser("threads", parents=[db], help="list the stored runs")
     _add_output_options(threads, progress=False)
+
+    check = commands.add_parser(
+        "check", help="probe a model server: what it supports, the settings runs would use"
+    )
+    _add_output_options(check, progress=True)
+    check.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
+    check.add_argument(
+        "--base-url", type=_url, help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)"
+    )
+    check.add_argument(
+        "--timeout",
+        type=_seconds,
+        help=f"seconds to wait for one probe (default: {DEFAULT_TIMEOUT_SECONDS:g})",
+    )
     return parser
 
 
@@ -393,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
         _check_text(args)
         if args.command == "run":
             args.objective_text = read_objective(args)
+        if args.command == "check":
+            from replan.graphs.cli import check  # the model client: loaded only now
+
+            return int(check.execute(args))
         from replan.graphs.cli import runs  # LangGraph and the model client: loaded only now
 
         return int(asyncio.run(runs.execute(args)))
