@@ -225,7 +225,7 @@ class Executor:
         self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
     ) -> tuple[str, StepStatus]:
         """The model's final answer (failed when it starts with FAILED_PREFIX), or an UNFINISHED
-        note when its reply was cut off at `max_tokens` (with what it had written) or the budget
+        note when that answer is blank, when its reply was cut off at `max_tokens` (with what it had written) or the budget
         of `max_steps` model calls ran out (also when the last reply still called tools or was
         corrected)."""
         reply = messages[-1] if messages else None
@@ -238,6 +238,8 @@ class Executor:
             )
             return note, "unfinished"
         if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
+            if not reply.text.strip():
+                return self.prompts.step_no_report.format(progress=progress), "unfinished"
             failed = reply.text.lstrip().upper().startswith(FAILED_PREFIX)
             return reply.text, "failed" if failed else "done"
         note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)

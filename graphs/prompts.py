@@ -136,6 +136,10 @@ STEP_UNFINISHED = """UNFINISHED: the step was stopped after {max_steps} model ca
 executor gave its final answer. Its last tool results:
 {progress}"""
 
+STEP_NO_REPORT = """UNFINISHED: the executor ended the step with an empty reply, without saying \
+what it did. Its last tool results:
+{progress}"""
+
 STEP_CUT_OFF = """UNFINISHED: the executor's reply was cut off at the limit of {max_tokens} \
 tokens, before it gave its final answer. What it had written:
 {text}
@@ -179,6 +183,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "no_progress": frozenset({"step", "times", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "step_cut_off": frozenset({"max_tokens", "text", "progress"}),
+    "step_no_report": frozenset({"progress"}),
     "review_question": frozenset({"plan"}),
     "rejected": frozenset({"reason"}),
     "plan_tool": frozenset(),
@@ -210,6 +215,7 @@ class Prompts:
     no_progress: str = NO_PROGRESS
     step_unfinished: str = STEP_UNFINISHED
     step_cut_off: str = STEP_CUT_OFF
+    step_no_report: str = STEP_NO_REPORT
     review_question: str = REVIEW_QUESTION
     rejected: str = REJECTED
     plan_tool: str = PLAN_TOOL

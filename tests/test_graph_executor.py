@@ -86,6 +86,21 @@ def test_executor_stops_at_its_step_budget_and_reports_the_step_unfinished(mode:
     assert result["response"] == "stopped early"
 
 
+@both_modes
+def test_a_blank_final_reply_leaves_the_step_unfinished_not_done(mode: Mode) -> None:
+    model = FakeChatModel(
+        planner=[plan("update a task")],
+        executor=[call("TaskGet", taskId="Task #3"), text("  \n")],
+        replanner=[respond("nothing was reported")],
+    )
+    result = run(build_plan_execute_graph(model), "Update task 3", mode)
+
+    (done,) = result["executed_steps"]
+    assert done["status"] == "unfinished"
+    assert done["result"].startswith("UNFINISHED: the executor ended the step with an empty reply")
+    assert "TaskGet" in done["result"]  # the last tool results are kept as progress
+
+
 def test_tool_errors_go_back_to_the_model_not_up_the_stack() -> None:
     model = FakeChatModel(
         planner=[plan("get a missing task")],
