@@ -15,20 +15,8 @@ from typing import Any
 
 from benchmarks.objectives import ERROR, SUITE, Objective, Step
 from replan.graphs.prompts import FAILED_PREFIX as FAILED
-from tests.plan_execute_script import classify
+from tests.plan_execute_script import classify, message_text, prompt_text
 from tests.scripted_openai import Reply, text, tool_call
-
-
-def _content(message: dict[str, Any]) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, list):
-        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content)
-
-
-def prompt_text(request: dict[str, Any]) -> str:
-    """Every message text of `request`, joined."""
-    return "\n".join(_content(m) for m in request.get("messages", []))
 
 
 def _forced(request: dict[str, Any]) -> str | None:
@@ -118,7 +106,7 @@ def execute(request: dict[str, Any]) -> Reply:
     if current is None:
         return text(f"{FAILED} scripted executor: no step of the suite in the prompt")
     objective, key, step = current
-    results = [_content(m) for m in request.get("messages", []) if m.get("role") == "tool"]
+    results = [message_text(m) for m in request.get("messages", []) if m.get("role") == "tool"]
     call = step.act(prompt, results)
     if call is not None:
         return tool_call(*call)

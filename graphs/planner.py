@@ -253,35 +253,16 @@ class Planner:
         assert isinstance(args, PlanArgs)
         done = state.get("executed_steps", [])
         plan = accept_plan(args, keep=left, done=done)
+        update = {"plan": plan, "iterations": rounds, **counted}
+        shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(plan)}
         if repeat := repeated_step(runnable_steps(plan), done):
             step, times = repeat
-            report = self.prompts.no_progress.format(
-                step=step,
-                times=times,
-                executed_steps=format_executed_steps(done),
-                plan=format_plan(plan),
-            )
-            return {
-                "plan": plan,
-                "response": report,
-                "stop_reason": "no_progress",
-                "iterations": rounds,
-                **counted,
-            }
+            report = self.prompts.no_progress.format(step=step, times=times, **shown)
+            return {**update, "response": report, "stop_reason": "no_progress"}
         if rounds < bounds.max_iterations:
-            return {"plan": plan, "iterations": rounds, **counted}
-        report = self.prompts.not_finished.format(
-            max_iterations=bounds.max_iterations,
-            executed_steps=format_executed_steps(done),
-            plan=format_plan(plan),
-        )
-        return {
-            "plan": plan,
-            "response": report,
-            "stop_reason": "max_iterations",
-            "iterations": rounds,
-            **counted,
-        }
+            return update
+        report = self.prompts.not_finished.format(max_iterations=bounds.max_iterations, **shown)
+        return {**update, "response": report, "stop_reason": "max_iterations"}
 
 
 def wave_fell_short(state: PlanExecuteState) -> bool:

@@ -61,7 +61,8 @@ def dependencies(shape: str, total: int) -> list[list[int]] | None:
     return None
 
 
-def _content(message: dict[str, Any]) -> str:
+def message_text(message: dict[str, Any]) -> str:
+    """The text of one request message (its text parts joined)."""
     content = message.get("content") or ""
     if isinstance(content, list):
         return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -70,7 +71,7 @@ def _content(message: dict[str, Any]) -> str:
 
 def prompt_text(request: dict[str, Any]) -> str:
     """Every message text of `request`, joined."""
-    return "\n".join(_content(m) for m in request.get("messages", []))
+    return "\n".join(message_text(m) for m in request.get("messages", []))
 
 
 def _tool_names(request: dict[str, Any]) -> list[str]:
@@ -135,7 +136,7 @@ def classify(request: dict[str, Any]) -> Call:
 def objective(request: dict[str, Any]) -> str:
     """The last user message of `request` (the objective, for the planner)."""
     users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    return _content(users[-1]) if users else ""
+    return message_text(users[-1]) if users else ""
 
 
 def plan_items(prompt: str, steps: Sequence[int], total: int, topic: str) -> list[Any]:
