@@ -224,7 +224,8 @@ class Executor:
     def step_result(
         self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
     ) -> tuple[str, StepStatus]:
-        """The model's final answer (failed when it starts with FAILED_PREFIX), or an UNFINISHED
+        """The model's final answer (failed when it starts with FAILED_PREFIX, also inside a code
+        fence, as small models write it), or an UNFINISHED
         note when that answer is blank, when its reply was cut off at `max_tokens` (with what it
         had written) or when the budget of `max_steps` model calls ran out (also when the last
         reply still called tools or was corrected)."""
@@ -240,7 +241,7 @@ class Executor:
         if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
             if not reply.text.strip():
                 return self.prompts.step_no_report.format(progress=progress), "unfinished"
-            failed = reply.text.lstrip().upper().startswith(FAILED_PREFIX)
+            failed = reply.text.lstrip("` \n").upper().startswith(FAILED_PREFIX)
             return reply.text, "failed" if failed else "done"
         note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)
         return note, "unfinished"

@@ -101,6 +101,17 @@ def test_a_blank_final_reply_leaves_the_step_unfinished_not_done(mode: Mode) -> 
     assert "TaskGet" in done["result"]  # the last tool results are kept as progress
 
 
+def test_a_failure_report_in_a_code_fence_is_a_failed_step() -> None:
+    model = FakeChatModel(
+        planner=[plan("update task 11")],
+        executor=[text("```\nFAILED: Task #11 is not a task ID.\n```")],
+        replanner=[respond("could not")],
+    )
+    result = run(build_plan_execute_graph(model), "Update task 11")
+
+    assert result["executed_steps"][0]["status"] == "failed"
+
+
 def test_tool_errors_go_back_to_the_model_not_up_the_stack() -> None:
     model = FakeChatModel(
         planner=[plan("get a missing task")],
