@@ -225,10 +225,10 @@ class Executor:
         self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
     ) -> tuple[str, StepStatus]:
         """The model's final answer (failed when it starts with FAILED_PREFIX, also inside a code
-        fence, as small models write it), or an UNFINISHED
-        note when that answer is blank, when its reply was cut off at `max_tokens` (with what it
-        had written) or when the budget of `max_steps` model calls ran out (also when the last
-        reply still called tools or was corrected)."""
+        fence, as small models write it), or an UNFINISHED note when that answer is blank, when
+        its reply was cut off at `max_tokens` (with what it had written) or when the budget of
+        `max_steps` model calls ran out (also when the last reply still called tools or was
+        corrected)."""
         reply = messages[-1] if messages else None
         results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
         progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
