@@ -29,6 +29,8 @@ UPDATE_STATUSES: tuple[str, ...] = get_args(UpdateStatus)
 DELETED = UPDATE_STATUSES[-1]  # "deleted": the update status that removes the task
 
 MAX_TASK_ID_DIGITS = 18  # IDs stay below 2**63: they fit a 64-bit integer column
+WRITTEN_TASK_ID = re.compile(r"\s*(?:task\s*)?#?\s*(\S*?)\s*", re.IGNORECASE)
+"""A task ID as models write it; group 1 is the ID itself, checked against TASK_ID."""
 TASK_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_TASK_ID_DIGITS - 1}}}")  # use fullmatch
 
 
@@ -84,8 +86,11 @@ class TaskUpdateResult:
 
 
 def parse_task_id(value: object) -> str:
-    """Return `value` as a canonical task ID, or raise TaskError naming the bad value."""
-    text = str(value).strip().removeprefix("#") if isinstance(value, str | int) else None
+    """Return `value` as a canonical task ID, or raise TaskError naming the bad value.
+
+    The forms small models write for task 3 ("#3", "Task #3", "task3") are read as "3"."""
+    written = WRITTEN_TASK_ID.fullmatch(str(value)) if isinstance(value, str | int) else None
+    text = written[1] if written else None
     if text is None or not TASK_ID.fullmatch(text):
         raise TaskError(
             f'{value!r} is not a task ID. IDs are positive whole numbers such as "3"; '

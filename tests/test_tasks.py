@@ -119,7 +119,16 @@ def test_edges_are_written_on_both_sides_without_duplicates() -> None:
     assert context.get("3").blocked_by == ["1"]
 
 
-@pytest.mark.parametrize("bad", ["abc", "1.5", "../x", "0", "-1", ""])
+@pytest.mark.parametrize("written", ["#1", "Task #1", "task1", " TASK # 1 ", 1])
+def test_ids_as_small_models_write_them_name_the_task(written: str | int) -> None:
+    context = make(1)
+    context.update(written, subject="renamed")  # type: ignore[arg-type]
+    assert context.get("1").subject == "renamed"
+
+
+@pytest.mark.parametrize(
+    "bad", ["abc", "1.5", "../x", "0", "-1", "", "Task #", "Create README.md", "task 1 2", "#01"]
+)
 def test_malformed_ids_are_errors(bad: str) -> None:
     context = make(1)
     with pytest.raises(TaskError, match="not a task ID"):
