@@ -16,7 +16,10 @@ Call the `plan` tool once with the steps. Each step goes to an agent that sees o
 objective, the text of that step and the results of the steps it depends on, so write every \
 step to stand on its own: name its inputs, the expected output and how to tell it is done. Leave \
 out steps that add nothing, make the last step produce the answer or deliverable the user asked \
-for, and keep the plan as short as the objective allows. Plan only what the agents can do with the tools listed below or by reasoning and writing: when the objective asks for a text (an answer, a list, a report), the steps write that text; never plan an action in the world (create a file, run a command, upload) that none of those tools performs.
+for, and keep the plan as short as the objective allows. Plan only what the agents can do with \
+the tools listed below or by reasoning and writing: when the objective asks for a text (an \
+answer, a list, a report), the steps write that text; never plan an action in the world (create \
+a file, run a command, upload) that none of those tools performs.
 
 Steps that do not need each other's results can run at the same time. A step written as a plain \
 string runs after the step listed before it. A step written as an object \
@@ -64,7 +67,9 @@ Call exactly one tool:
 - `respond`, when the objective is met: give the user the full final answer, built from the \
 results of the steps.
 - `plan`, when work remains: list only the steps still to do. Use what the results taught you, \
-and fix gaps or failures they reveal. A step that failed because no tool can do it fails again if planned again: plan something the tools or plain writing can do, or respond with what the results allow.
+and fix gaps or failures they reveal. A step that failed because no tool can do it fails again \
+if planned again: plan something the tools or plain writing can do, or respond with what the \
+results allow.
 
 Write the steps as in a new plan: a plain string runs after the step before it, and an object \
 with `step` and `depends_on` runs once the steps at those 1-based positions of your new list \
