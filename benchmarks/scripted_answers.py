@@ -15,23 +15,14 @@ from typing import Any
 
 from benchmarks.objectives import ERROR, SUITE, Objective, Step
 from replan.graphs.prompts import FAILED_PREFIX as FAILED
-from tests.plan_execute_script import classify, message_text, prompt_text
+from tests.plan_execute_script import (
+    classify,
+    first_param,
+    forced_tool,
+    message_text,
+    prompt_text,
+)
 from tests.scripted_openai import Reply, text, tool_call
-
-
-def _forced(request: dict[str, Any]) -> str | None:
-    choice = request.get("tool_choice")
-    return str(choice.get("function", {}).get("name")) if isinstance(choice, dict) else None
-
-
-def _first_param(request: dict[str, Any], tool: str, default: str) -> str:
-    """The first parameter the request's schema gives `tool` (e.g. replan's `steps`)."""
-    for spec in request.get("tools") or []:
-        function = spec.get("function", {})
-        if function.get("name") == tool:
-            return next(iter(function.get("parameters", {}).get("properties", {})), default)
-    return default
-
 
 _REPORT_END = r"""['"][)\],]|; \[|$"""
 """Where a report ends in a prompt: the end of a quoted string (the tutorial shows results in
@@ -120,7 +111,7 @@ def respond(request: dict[str, Any]) -> Reply:
     """The scripted model's reply to any request of either design. replan's decisions are
     answered as `plan` / `respond` calls in every decision mode (the scripted server turns them
     into what the request asks for: a `decide` call or a JSON object)."""
-    forced = _forced(request)
+    forced = forced_tool(request)
     role = "tutorial" if forced in ("Plan", "Act") else classify(request).role
     if role == "executor":
         return execute(request)
@@ -137,8 +128,8 @@ def respond(request: dict[str, Any]) -> Reply:
         return tool_call("Act", {"action": action})
     if role == "planner":
         steps = plan_items(objective, list(first))
-        return tool_call("plan", {_first_param(request, "plan", "steps"): steps})
+        return tool_call("plan", {first_param(request, "plan", "steps"): steps})
     decision = decide(objective, prompt, tutorial=False)
     if isinstance(decision, str):
-        return tool_call("respond", {_first_param(request, "respond", "response"): decision})
-    return tool_call("plan", {_first_param(request, "plan", "steps"): decision})
+        return tool_call("respond", {first_param(request, "respond", "response"): decision})
+    return tool_call("plan", {first_param(request, "plan", "steps"): decision})

@@ -78,14 +78,15 @@ def _tool_names(request: dict[str, Any]) -> list[str]:
     return [t.get("function", {}).get("name", "") for t in request.get("tools") or []]
 
 
-def _forced_tool(request: dict[str, Any]) -> str | None:
+def forced_tool(request: dict[str, Any]) -> str | None:
+    """The tool the request forces by name, if any."""
     choice = request.get("tool_choice")
     if isinstance(choice, dict):
         return str(choice.get("function", {}).get("name"))
     return None
 
 
-def _first_param(request: dict[str, Any], tool: str, default: str) -> str:
+def first_param(request: dict[str, Any], tool: str, default: str) -> str:
     """The first parameter name the request's schema gives `tool` (e.g. `steps`)."""
     for spec in request.get("tools") or []:
         function = spec.get("function", {})
@@ -123,7 +124,7 @@ def classify(request: dict[str, Any]) -> Call:
     """Which graph node sent `request` and, for the executor, which step it runs."""
     names = _tool_names(request)
     asked = _asked_fields(request)
-    if _forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
+    if forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
         return Call("planner")
     if ("plan" in names and "respond" in names) or asked == {"steps", "response"}:
         return Call("replanner")
@@ -204,15 +205,15 @@ class Script:
     def __call__(self, request: dict[str, Any]) -> Reply:
         call = classify(request)
         if call.role == "planner":
-            return tool_call("plan", {_first_param(request, "plan", "steps"): first_plan(request)})
+            return tool_call("plan", {first_param(request, "plan", "steps"): first_plan(request)})
         if call.role == "replanner":
             decision = replan(request)
             if decision is None:
                 return text("scripted replanner: no step found in the prompt")
             if isinstance(decision, str):
-                key = _first_param(request, "respond", "response")
+                key = first_param(request, "respond", "response")
                 return tool_call("respond", {key: decision})
-            return tool_call("plan", {_first_param(request, "plan", "steps"): decision})
+            return tool_call("plan", {first_param(request, "plan", "steps"): decision})
         return text(step_result(request, self.result_chars))
 
 

@@ -184,12 +184,17 @@ def _field_default(name: str) -> Any:
     return None if default is MISSING else default
 
 
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model and run options (resume: default the run's own)")
-    group.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
-    group.add_argument(
+def _add_server_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--model` and `--base-url`: which model on which server."""
+    parser.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
+    parser.add_argument(
         "--base-url", type=_url, help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)"
     )
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model and run options (resume: default the run's own)")
+    _add_server_options(group)
     group.add_argument(
         "--temperature",
         type=_temperature,
@@ -331,10 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="probe a model server: what it supports, the settings runs would use"
     )
     _add_output_options(check, progress=True)
-    check.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
-    check.add_argument(
-        "--base-url", type=_url, help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)"
-    )
+    _add_server_options(check)
     check.add_argument(
         "--timeout",
         type=_seconds,
