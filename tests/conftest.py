@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import pg_support
+from tests import pg_support, plan_execute_script
+from tests.scripted_openai import ScriptedOpenAIServer
 
 CLEARED_PREFIXES = ("REPLAN_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_")
 """replan's own settings (database, dev database, model, plans folder), the OpenAI client's
@@ -50,3 +51,12 @@ def runs_db(request: pytest.FixtureRequest) -> list[str]:
     if request.param == "postgres":
         return ["--db", request.getfixturevalue("postgres_url")]
     return []
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
+    """A scripted OpenAI-compatible server answering as `plan_execute_script` does, with an API
+    key set for the `ChatOpenAI` clients of the test."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with ScriptedOpenAIServer(plan_execute_script.respond) as scripted:
+        yield scripted

@@ -4,7 +4,6 @@ counted in the graph state, through the real ChatOpenAI client against the scrip
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,12 +26,6 @@ UNKNOWN_CALL = json.dumps({"name": "Nope", "arguments": {"x": 1}})
 @pytest.fixture(autouse=True)
 def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test")
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(script.respond) as scripted:
-        yield scripted
 
 
 def _counted(

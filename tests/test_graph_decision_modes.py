@@ -5,7 +5,6 @@ server refuses the way asked."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -30,13 +29,6 @@ from tests.scripted_openai import (
 )
 
 OBJECTIVE = "Compare task queues in 4 diamond steps"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    with ScriptedOpenAIServer(script.respond) as scripted:
-        yield scripted
 
 
 def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:

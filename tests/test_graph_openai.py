@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,13 +27,6 @@ from tests.scripted_openai import (
 )
 
 OBJECTIVE = "Compare task queues in 2 steps"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    with ScriptedOpenAIServer(plan_execute_script.respond) as scripted:
-        yield scripted
 
 
 def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,6 @@ from tests.scripted_openai import (
 
 OBJECTIVE = "Ship it in 2 steps"
 ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    with ScriptedOpenAIServer(script.respond) as scripted:
-        yield scripted
 
 
 def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
