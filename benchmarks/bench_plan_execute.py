@@ -1,7 +1,7 @@
 """Speed and cost of plan–execute runs: replan's waves next to LangGraph's tutorial design.
 
 Every run goes through `ChatOpenAI` to the scripted OpenAI-compatible server of the test suite
-(`tests/scripted_openai.py`, answering like `tests/plan_execute_script.py`), which holds each
+(`replan/testing.py`, answering like `replan/testing/plan_script.py`), which holds each
 reply for a fixed latency. For each plan shape the script prints wall time, model calls by node,
 prompt characters (all calls, and the first and last executor call), the tokens the server
 reports (about 4 characters each) and what they would cost at gpt-4o-mini's list price,
@@ -44,8 +44,8 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
 from benchmarks.tutorial import tutorial_graph  # noqa: E402
-from replan.graphs.cli.persistence import open_checkpointer  # noqa: E402
 from replan.graphs.context import Context, ReplanMode  # noqa: E402
+from replan.graphs.persistence import open_checkpointer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.state.usage import (  # noqa: E402
     KNOWN_PRICES,
@@ -56,14 +56,14 @@ from replan.state.usage import (  # noqa: E402
     empty_tally,
     total_tally,
 )
-from tests import plan_execute_script as script  # noqa: E402
-from tests.scripted_openai import (  # noqa: E402
+from replan.testing import (  # noqa: E402
     MODEL_ID,
     Reply,
     ScriptedOpenAIServer,
     text,
     tool_call,
 )
+from replan.testing import plan_script as script  # noqa: E402
 
 SHAPES: dict[str, tuple[str, int]] = {
     "8 independent": ("parallel ", 8),
@@ -71,7 +71,7 @@ SHAPES: dict[str, tuple[str, int]] = {
     "chain of 30": ("", 30),
     "diamond 1→6→1": ("diamond ", 8),
 }
-"""Plan shape -> (the objective's word for it, number of steps); see plan_execute_script."""
+"""Plan shape -> (the objective's word for it, number of steps); see replan.testing.plan_script."""
 DESIGNS = ("tutorial", "sequential", "waves", "when_needed")
 RESULT_CHARS = 500
 """Default length of every step's result (`--result-chars`): a short report, long enough that

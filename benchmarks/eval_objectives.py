@@ -52,15 +52,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `ben
 from benchmarks.objectives import OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
 from benchmarks.scripted_answers import respond  # noqa: E402
 from benchmarks.tutorial import tutorial_graph  # noqa: E402
-from replan.graphs.cli.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.context import Context  # noqa: E402
 from replan.graphs.executor import EXECUTOR  # noqa: E402
+from replan.graphs.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
-from replan.graphs.state import fallbacks_of  # noqa: E402
+from replan.graphs.schema import fallbacks_of  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
 from replan.state.tasks import TaskContext  # noqa: E402
+from replan.testing import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
-from tests.scripted_openai import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
 
 DESIGNS = ("replan", "when_needed", "tutorial")
 """replan with default settings, replan with replan="when_needed", the tutorial's design."""

@@ -43,9 +43,9 @@ sys.path.insert(0, str(HERE.parent))  # `benchmarks` and the `tests` helpers
 from benchmarks.tutorial import tutorial_agent, tutorial_ask  # noqa: E402
 from replan.graphs.context import TASK_TOOLS_CHOICES, Context  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
+from replan.testing import MODEL_ID, ScriptedOpenAIServer  # noqa: E402
+from replan.testing import plan_script as script  # noqa: E402
 from replan.tools.task_descriptions import LANGUAGES, Language  # noqa: E402
-from tests import plan_execute_script as script  # noqa: E402
-from tests.scripted_openai import MODEL_ID, ScriptedOpenAIServer  # noqa: E402
 
 OBJECTIVE = "Compare three Python task queues and recommend one in 3 steps"
 TUTORIAL = "tutorial"

@@ -15,14 +15,9 @@ from typing import Any
 
 from benchmarks.objectives import ERROR, SUITE, Objective, Step
 from replan.graphs.prompts import FAILED_PREFIX as FAILED
-from tests.plan_execute_script import (
-    classify,
-    first_param,
-    forced_tool,
-    message_text,
-    prompt_text,
-)
-from tests.scripted_openai import Reply, text, tool_call
+from replan.testing import Reply, text, tool_call
+from replan.testing.plan_script import classify
+from replan.testing.requests import first_param, forced_tool, message_text, prompt_text
 
 _REPORT_END = r"""['"][)\],]|; \[|$"""
 """Where a report ends in a prompt: the end of a quoted string (the tutorial shows results in

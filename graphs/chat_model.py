@@ -35,7 +35,7 @@ from pydantic import SecretStr
 
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
-from replan.graphs.steps import Call, Steps
+from replan.graphs.node_driver import Call, Steps
 from replan.graphs.text_calls import TEXT_CALLS_EVENT, OfferedTools, recover_text_calls
 
 REPLY_PREVIEW_CHARS = 200
@@ -211,7 +211,7 @@ def ask_model(
     offered: OfferedTools | None = None,
 ) -> Steps[AIMessage]:
     """One model turn over `messages` (its tokens stream in `stream_mode="messages"`); the
-    usage its reply reports is counted for the node (`replan.graphs.steps`).
+    usage its reply reports is counted for the node (`replan.graphs.node_driver`).
 
     A reply that is not a usable chat completion is asked for again, as often as the run's
     `Context.max_retries` lets the client retry a failing server. With the `offered` tools

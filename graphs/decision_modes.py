@@ -41,15 +41,15 @@ from pydantic import BaseModel, ValidationError
 from replan.graphs.chat_model import ask_model, cut_off
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
+from replan.graphs.node_driver import Steps
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import (
+from replan.graphs.schema import (
     DecisionFallback,
     DecisionModeRecord,
     PlanExecuteState,
     effective_mode,
     fallbacks_of,
 )
-from replan.graphs.steps import Steps
 from replan.graphs.text_calls import OfferedTools, recovered_calls
 from replan.tools.arguments import validation_problems
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from replan.graphs.cli.persistence import is_postgres_url, open_checkpointer, sqlite_path
+from replan.graphs.persistence import is_postgres_url, open_checkpointer, sqlite_path
 
 DEFAULT_DEV_DB = Path(".langgraph_api") / "replan-dev.sqlite"
 

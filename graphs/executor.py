@@ -24,11 +24,11 @@ decides.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -43,25 +43,24 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from replan.graphs.briefings import executor_briefing
 from replan.graphs.chat_model import ask_model, cut_off, resolve_model
-from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Bounds, Context
-from replan.graphs.prompts import FAILED_PREFIX, Prompts
-from replan.graphs.state import (
+from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Context, TaskToolsChoice
+from replan.graphs.model_node import ModelNode
+from replan.graphs.node_driver import Call, Steps, dual_node
+from replan.graphs.plan_rules import objective_text, runnable_steps, steps_left
+from replan.graphs.prompts import FAILED_PREFIX
+from replan.graphs.schema import (
     ExecutedStep,
     ExecutorState,
     PlanExecuteState,
     PlannedStep,
     StepRun,
     StepStatus,
-    executor_briefing,
-    objective_text,
-    runnable_steps,
-    steps_left,
 )
-from replan.graphs.steps import Call, Steps, dual_node
 from replan.graphs.task_merge import task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
-from replan.graphs.tool_offers import ToolOffers, chosen
+from replan.graphs.tool_offers import chosen
 from replan.state.tasks import TaskContext
 from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
@@ -108,32 +107,28 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-class Executor:
+class Executor(ModelNode):
     """The `executor` node and the inner tool loop it runs for each step.
 
     A loop and a system prompt are built once per tool offer (`Context.task_tools`); a run uses
     the ones its context chose, so its `ToolNode` runs exactly the tools the model was offered.
     """
 
-    def __init__(
-        self,
-        model: BaseChatModel | None,
-        offers: ToolOffers,
-        prompts: Prompts,
-        bounds: Bounds,
-    ) -> None:
-        self.model = model
-        self.offers = offers
-        self.prompts = prompts
-        self.bounds = bounds
-        self.systems = {
-            choice: prompts.executor.format(
+    @functools.cached_property
+    def systems(self) -> dict[TaskToolsChoice, str]:
+        """The executor's system prompt for each tool offer."""
+        return {
+            choice: self.prompts.executor.format(
                 tools=offer.names,
-                task_tools=prompts.executor_task_tools if offer.has_task_tools else "",
+                task_tools=self.prompts.executor_task_tools if offer.has_task_tools else "",
             )
-            for choice, offer in offers.items()
+            for choice, offer in self.offers.items()
         }
-        self.loops = {choice: self.compile(offer.tools) for choice, offer in offers.items()}
+
+    @functools.cached_property
+    def loops(self) -> dict[TaskToolsChoice, Runnable[Any, Any]]:
+        """The compiled tool loop for each tool offer (it runs exactly the offered tools)."""
+        return {choice: self.compile(offer.tools) for choice, offer in self.offers.items()}
 
     def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Carry out one step with the tools and record its result, its model usage (and

@@ -34,11 +34,11 @@ from replan.graphs.context import (
     Context,
 )
 from replan.graphs.executor import EXECUTOR, Executor, wave
+from replan.graphs.node_driver import dual_node
 from replan.graphs.planner import Planner
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.review import PlanReviewNode
-from replan.graphs.state import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
-from replan.graphs.steps import dual_node
+from replan.graphs.schema import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from replan.graphs.tool_offers import tool_offers
 from replan.tools.task_descriptions import Language, check_language
 from replan.tools.task_tools import TASK_TOOL_NAMES

@@ -16,33 +16,25 @@ dependencies, and a replanned step with the same text as a step still planned ke
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from replan.graphs.briefings import format_executed_steps, format_plan, replanner_briefing
 from replan.graphs.chat_model import resolve_model
-from replan.graphs.context import Bounds, Context
+from replan.graphs.context import Context
 from replan.graphs.decision_modes import DecisionModes, DecisionTool, decide
+from replan.graphs.model_node import ModelNode
+from replan.graphs.node_driver import Steps
+from replan.graphs.plan_rules import repeated_step, require_objective, runnable_steps, steps_left
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import (
-    ExecutedStep,
-    PlanExecuteState,
-    PlannedStep,
-    format_executed_steps,
-    format_plan,
-    repeated_step,
-    replanner_briefing,
-    require_objective,
-    runnable_steps,
-    steps_left,
-)
-from replan.graphs.steps import Steps
-from replan.graphs.tool_offers import ToolOffers, chosen
+from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlannedStep
+from replan.graphs.tool_offers import chosen
 
 
 class PlanStepArgs(BaseModel):
@@ -169,23 +161,19 @@ def respond_tool(prompts: Prompts) -> DecisionTool:
     )
 
 
-class Planner:
+class Planner(ModelNode):
     """The `planner` and `replanner` nodes, sharing the model, the tool offers (the planner lists
     the tools the run's executor gets) and the prompts."""
 
-    def __init__(
-        self,
-        model: BaseChatModel | None,
-        offers: ToolOffers,
-        prompts: Prompts,
-        bounds: Bounds,
-    ) -> None:
-        self.model = model
-        self.offers = offers
-        self.prompts = prompts
-        self.bounds = bounds
-        self.plan_tool = plan_tool(prompts)
-        self.respond_tool = respond_tool(prompts)
+    @functools.cached_property
+    def plan_tool(self) -> DecisionTool:
+        """The `plan` decision, in this graph's prompts."""
+        return plan_tool(self.prompts)
+
+    @functools.cached_property
+    def respond_tool(self) -> DecisionTool:
+        """The `respond` decision, in this graph's prompts."""
+        return respond_tool(self.prompts)
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""

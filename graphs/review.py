@@ -17,11 +17,12 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, interrupt
 from pydantic import ValidationError
 
+from replan.graphs.briefings import format_plan, plan_items
 from replan.graphs.context import Context
 from replan.graphs.executor import wave
 from replan.graphs.planner import PlanArgs, accept_plan
 from replan.graphs.prompts import Prompts
-from replan.graphs.state import PlanExecuteState, format_plan, plan_items
+from replan.graphs.schema import PlanExecuteState
 
 
 @dataclass(frozen=True)

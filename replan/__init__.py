@@ -13,8 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replan.graphs.cli.persistence import checkpoint_serializer
     from replan.graphs.context import Context
+    from replan.graphs.persistence import checkpoint_serializer
     from replan.graphs.plan_execute import build_plan_execute_graph
     from replan.state.task_store import FileTaskStore
     from replan.state.task_store_postgres import PostgresTaskStore
@@ -32,7 +32,7 @@ _SURFACE = {
     "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",
     "build_plan_execute_graph": "replan.graphs.plan_execute",
-    "checkpoint_serializer": "replan.graphs.cli.persistence",
+    "checkpoint_serializer": "replan.graphs.persistence",
     "plan_tools": "replan.tools.plan_tools",
     "task_tools": "replan.tools.task_tools",
 }

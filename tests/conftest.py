@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import pg_support, plan_execute_script
-from tests.scripted_openai import ScriptedOpenAIServer
+from replan.testing import ScriptedOpenAIServer
+from replan.testing import plan_script as plan_execute_script
+from tests.support import pg_support
 
 CLEARED_PREFIXES = ("REPLAN_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_")
 """replan's own settings (database, dev database, model, plans folder), the OpenAI client's
@@ -39,7 +40,8 @@ def _clean_environment() -> Iterator[None]:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A `postgresql://` URL whose connections see only a new, empty schema made for this test
-    (tests/pg_support.py); skipped without a server, failed when REPLAN_REQUIRE_POSTGRES=1."""
+    (tests/support/pg_support.py); skipped without a server, failed when
+    REPLAN_REQUIRE_POSTGRES=1."""
     with pg_support.fresh_schema() as url:
         yield url
 
@@ -55,8 +57,8 @@ def runs_db(request: pytest.FixtureRequest) -> list[str]:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
-    """A scripted OpenAI-compatible server answering as `plan_execute_script` does, with an API
-    key set for the `ChatOpenAI` clients of the test."""
+    """A scripted OpenAI-compatible server answering as `replan.testing.plan_script` does, with
+    an API key set for the `ChatOpenAI` clients of the test."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(plan_execute_script.respond) as scripted:
         yield scripted

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.dev_server import OFFLINE_ENV, REPO
+from tests.support.dev_server import OFFLINE_ENV, REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT = 60

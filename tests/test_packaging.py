@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dev_server import copy_repo
+from tests.support.dev_server import copy_repo
 
 pytestmark = pytest.mark.slow  # builds and installs wheels, runs subprocesses
 

@@ -1,5 +1,6 @@
-"""The `replan` command line and its helpers (progress display, run persistence)."""
+"""The `replan` command line: `main` (entry point), `parser`, `commands` (run, resume, show,
+threads), `check`, and the output helpers (`output`, `progress`, `display`, `summary`)."""
 
-from replan.graphs.cli.commands import main
+from replan.graphs.cli.main import main
 
 __all__ = ["main"]

@@ -10,7 +10,7 @@ import argparse
 import json
 from collections.abc import Callable
 
-from replan.graphs.cli.commands import CliError, ExitCode, emit, one_line, say
+from replan.graphs.cli.output import CliError, ExitCode, emit, one_line, say
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.server_check import (

@@ -1,443 +1,381 @@
-"""The `replan` command line: run, resume and inspect persistent plan–execute runs.
+"""What the `replan` commands do: start, continue, show and list persistent runs.
 
-Commands (all but `check` take `--db PATH`, default `$REPLAN_DB` or ./replan.sqlite):
-
-    replan run "OBJECTIVE" | - | --objective-file PATH [--thread-id ID] [--approve-plan] [options]
-    replan resume --thread-id ID [--approve | --reject [REASON] | --edit-plan STEP ...]
-    replan show --thread-id ID [--price-in USD --price-out USD]
-    replan threads
-    replan check [--base-url URL] [--model M] [--timeout S]
-
-Progress goes to stderr, the answer (or with `--json` one JSON document) to stdout. Every error
-is one line on stderr; `ExitCode` lists the exit codes (the help and the README show them).
-A run that has been saved can always be continued with `replan resume`.
+`replan.graphs.cli.commands` parses the command line and calls `execute(args)`; this module
+holds everything that needs LangGraph and the model client, so `replan --help`, `--version`
+and option errors answer without loading them.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import math
-import os
+import json
+import shlex
+import signal
 import sys
-import uuid
-from dataclasses import MISSING, fields
-from enum import IntEnum
-from importlib.metadata import version
-from typing import Any, NoReturn
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
+from typing import Any, cast
 
-from replan.graphs.context import (
-    DECISION_MODES,
-    DEFAULT_EXECUTOR_MAX_STEPS,
-    DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_MAX_ITERATIONS,
-    DEFAULT_MODEL,
-    DEFAULT_TIMEOUT_SECONDS,
-    MAX_BOUND,
-    MAX_CONCURRENCY,
-    MAX_REPLY_TOKENS,
-    REPLAN_MODES,
-    TASK_TOOLS_CHOICES,
-    Context,
-    check_price,
+import openai
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+from rich.console import Console
+
+from replan.graphs.briefings import format_plan
+from replan.graphs.cli.display import (
+    TICK_SECONDS,
+    Display,
+    LiveDisplay,
+    NullDisplay,
+    PlainDisplay,
 )
+from replan.graphs.cli.output import CliError, ExitCode, emit, one_line, say
+from replan.graphs.cli.progress import ProgressPrinter
+from replan.graphs.cli.retry_log import model_retries_shown
+from replan.graphs.cli.summary import (
+    describe_run,
+    is_finished,
+    run_status,
+    summarize,
+    threads_table,
+)
+from replan.graphs.context import Context
+from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
+from replan.graphs.persistence import (
+    DEFAULT_DB,
+    STARTED_KEY,
+    DatabaseUnavailableError,
+    database_exists,
+    display_target,
+    open_checkpointer,
+    run_metadata,
+    stored_settings,
+    stored_thread_ids,
+)
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.schema import effective_mode
+from replan.state.usage import run_pricing
 
-DEFAULT_DB = "replan.sqlite"
-"""The runs database when neither `--db` nor `$REPLAN_DB` names one."""
+
+def resume_hint(args: argparse.Namespace) -> str:
+    """The command that continues the run `args` name (a URL's password masked)."""
+    db = "" if args.db == DEFAULT_DB else f" --db {shlex.quote(display_target(args.db))}"
+    return f"replan resume --thread-id {args.thread_id}{db}"
 
 
-class ExitCode(IntEnum):
-    """Process exit codes of `replan`; each member's `meaning` is what the help and the README
-    say about it."""
-
-    meaning: str
-
-    def __new__(cls, code: int, meaning: str) -> ExitCode:
-        member = int.__new__(cls, code)
-        member._value_ = code
-        member.meaning = meaning
-        return member
-
-    OK = 0, "the run met its objective; the answer is on stdout (check: runs can work there)"
-    FAILED = (
-        1,
-        (
-            "the run failed: the model misbehaved past its retries, or an unexpected error "
-            "(check: runs cannot work there)"
-        ),
+def _context(args: argparse.Namespace, stored: dict[str, Any]) -> Context:
+    """The run's settings: options given now, else those the run started with."""
+    names = {f.name for f in fields(Context)}
+    before = stored_settings(stored) or {}
+    settings = {key: value for key, value in before.items() if key in names}
+    settings.update(
+        {key: value for key in names if (value := getattr(args, key, None)) is not None}
     )
-    USAGE = 2, "usage error: bad option or objective, thread id in use, no plan awaiting approval"
-    MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable, too slow or failing"
-    AWAITING_APPROVAL = 4, "the plan waits for approval and there is no terminal to ask on"
-    NO_SUCH_RUN = 5, "no such run: no database file, unknown thread id"
-    NOT_FINISHED = 6, "the run ended without meeting its objective; its report is on stdout"
-    DATABASE_UNAVAILABLE = 7, "the runs database cannot be opened, read, written or reached"
-    INTERRUPTED = 130, "interrupted with Ctrl-C"
-
-
-def exit_code_help() -> str:
-    """The exit-code table of `replan --help`."""
-    return "exit codes:\n" + "\n".join(f"  {code.value:<4} {code.meaning}" for code in ExitCode)
-
-
-class CliError(Exception):
-    """A failure reported as one line on stderr, with its exit code."""
-
-    def __init__(self, code: ExitCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-MAX_OBJECTIVE_BYTES = 16 * 1024 * 1024
-"""Largest objective read from stdin or `--objective-file` (more is refused)."""
-MAX_TEMPERATURE = 2.0
-DEBUG_ENV = "REPLAN_DEBUG"
-"""Set to 1 to get a traceback instead of the one-line message for an unexpected error."""
-
-
-def say(message: str) -> None:
-    """A line for people, on stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def emit(text: str) -> None:
-    """Print to stdout; a reader that stopped reading (`| head`) is not an error: the rest of
-    the output goes nowhere and the exit code stays the command's own."""
     try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        return Context(**settings)
+    except (TypeError, ValueError) as exc:
+        raise CliError(ExitCode.USAGE, f"bad run settings: {exc}") from None
 
 
-def one_line(text: str) -> str:
-    """`text` with its whitespace (newlines too) folded to single spaces."""
-    return " ".join(text.split())
+StreamEvent = tuple[tuple[str, ...], str, Any]
+"""(namespace, mode, chunk) of `astream(..., stream_mode=[...], subgraphs=True)`."""
 
 
-# --- options ------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One `run` or `resume` of a thread, and what to say once the thread exists."""
+
+    args: argparse.Namespace
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+    context: Context
+    config: RunnableConfig
+    announce: str = ""
 
 
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (and exit code 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+def _config(thread_id: str, metadata: dict[str, Any] | None = None) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}, "metadata": metadata or {}}
 
 
-def _count(minimum: int, maximum: int = MAX_BOUND) -> Any:
-    """An argparse type: a whole number from `minimum` to `maximum`."""
+def _graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return build_plan_execute_graph(checkpointer=saver)
 
-    def parse(text: str) -> int:
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C stops a waiting prompt at once: asyncio's own handler would only cancel the run
+    once the prompt returned."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ask(question: str) -> str:
+    """One answer typed on the terminal; EOFError on Ctrl-D."""
+    say(question)
+    return input().strip()
+
+
+def ask_review(plan: list[Any]) -> Any:
+    """Ask on the terminal: approve, edit (type new steps) or reject; the resume value, or None
+    when the input ends (Ctrl-D) and the plan keeps waiting. Ctrl-C stops at once (from before
+    the first question is shown)."""
+    with _interruptible():
+        return _review_dialogue(plan)
+
+
+def _review_dialogue(plan: list[Any]) -> Any:
+    say(f"The plan waits for your approval:\n{format_plan(plan)}")
+    try:
+        while True:
+            answer = _ask("Approve this plan? [a]pprove / [e]dit / [r]eject:").lower()
+            if answer in ("a", "approve", "y", "yes"):
+                return "approve"
+            if answer in ("r", "reject", "n", "no"):
+                return {"action": "reject", "reason": _ask("Reason (optional):")}
+            if answer in ("e", "edit"):
+                steps = iter(lambda: _ask("Step (empty line to finish):"), "")
+                edited = [step for step in steps if step.strip()]
+                if edited:
+                    return {"action": "edit", "steps": edited}
+                say("An edited plan needs at least one step.")
+    except EOFError:
+        say("No answer (end of input).")
+        return None
+
+
+def _review_from_flags(args: argparse.Namespace) -> Any:
+    """The resume value `--approve`, `--reject` or `--edit-plan` asks for, or None."""
+    if args.approve:
+        return "approve"
+    if args.reject is not None:
+        return {"action": "reject", "reason": args.reject}
+    if args.edit_plan:
+        return {"action": "edit", "steps": args.edit_plan}
+    return None
+
+
+@contextmanager
+def _display(quiet: bool) -> Iterator[Display]:
+    """Where progress goes: live on a terminal, lines otherwise, nowhere when quiet."""
+    console = Console(stderr=True)
+    if quiet:
+        yield NullDisplay()
+    elif console.is_terminal and not console.is_dumb_terminal:
+        with LiveDisplay(console) as live:
+            yield live
+    else:
+        yield PlainDisplay(sys.stderr)
+
+
+async def _tick(printer: ProgressPrinter) -> None:
+    while True:
+        await asyncio.sleep(TICK_SECONDS)
+        printer.tick()
+
+
+async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
+    """Stream the run until it ends or pauses, showing its progress."""
+    with _display(run.args.quiet) as display, model_retries_shown(printer):
+        printer.display = display
+        ticker = asyncio.create_task(_tick(printer))
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum}, not {value}")
-        return value
+            stream = run.graph.astream(
+                payload,
+                run.config,
+                context=run.context,
+                stream_mode=["updates", "tasks", "custom"],
+                subgraphs=True,
+                durability="sync",  # each step's checkpoint is on disk before the next starts
+            )
+            async for namespace, mode, chunk in cast(AsyncIterator[StreamEvent], stream):
+                if run.announce:  # the first event comes once the first checkpoint is saved
+                    run.args.resume_hint = resume_hint(run.args)
+                    printer.note(run.announce)
+                    run.announce = ""
+                printer.handle(namespace, mode, chunk)
+        finally:
+            ticker.cancel()
 
-    return parse
 
-
-def _number(text: str) -> float:
+async def _drive(run: Run, payload: Any) -> ExitCode:
+    """Run to the end or the next pause, answering plan reviews on a terminal; report."""
+    before = await run.graph.aget_state(run.config)
+    printer = ProgressPrinter(
+        NullDisplay(),
+        usage=before.values.get("usage"),
+        pricing=run_pricing(run.context.settings()),
+    )
+    failure: Exception | None = None
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
+        while True:
+            await _stream(run, printer, payload)
+            snapshot = await run.graph.aget_state(run.config)
+            if not snapshot.interrupts or not sys.stdin.isatty():
+                break
+            answer = ask_review(snapshot.interrupts[0].value["plan"])
+            if answer is None:
+                break
+            payload = Command(resume=answer)
+    except (ReplanError, openai.APIError) as exc:
+        failure = exc
+    return _report(run.args, await run.graph.aget_state(run.config), failure)
 
 
-def _seconds(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
-    return value
-
-
-def _temperature(text: str) -> float:
-    value = _number(text)
-    if not 0 <= value <= MAX_TEMPERATURE:
-        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_TEMPERATURE:g}, not {text}")
-    return value
-
-
-def _price(text: str) -> float:
-    try:
-        return float(check_price("a price", _number(text)) or 0)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _url(text: str) -> str:
-    if not text.startswith(("http://", "https://")):
-        raise argparse.ArgumentTypeError(f"not an http:// or https:// URL: {text!r}")
-    return text
-
-
-def _field_default(name: str) -> Any:
-    default = next(f.default for f in fields(Context) if f.name == name)
-    return None if default is MISSING else default
-
-
-def _add_server_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """`--model` and `--base-url`: which model on which server."""
-    parser.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
-    parser.add_argument(
-        "--base-url", type=_url, help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)"
-    )
-
-
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model and run options (resume: default the run's own)")
-    _add_server_options(group)
-    group.add_argument(
-        "--temperature",
-        type=_temperature,
-        help=f"0 to {MAX_TEMPERATURE:g} (default: {_field_default('temperature')})",
-    )
-    group.add_argument(
-        "--max-retries",
-        type=_count(0),
-        help="retries of a failed model request: HTTP 429/5xx, timeouts "
-        f"(default: {_field_default('max_retries')})",
-    )
-    group.add_argument(
-        "--timeout",
-        type=_seconds,
-        help=f"seconds to wait for one model request (default: {DEFAULT_TIMEOUT_SECONDS:g})",
-    )
-    group.add_argument(
-        "--decision-max-tokens",
-        type=_count(1, MAX_REPLY_TOKENS),
-        metavar="N",
-        help="most tokens in a planner or replanner reply "
-        f"(default: {_field_default('decision_max_tokens')})",
-    )
-    group.add_argument(
-        "--executor-max-tokens",
-        type=_count(1, MAX_REPLY_TOKENS),
-        metavar="N",
-        help=f"most tokens in an executor reply (default: {_field_default('executor_max_tokens')})",
-    )
-    group.add_argument(
-        "--max-iterations",
-        type=_count(1),
-        help=f"most execute→replan rounds (default: {DEFAULT_MAX_ITERATIONS})",
-    )
-    group.add_argument(
-        "--executor-max-steps",
-        type=_count(1),
-        help=f"most model calls per step (default: {DEFAULT_EXECUTOR_MAX_STEPS})",
-    )
-    group.add_argument(
-        "--max-concurrency",
-        type=_count(1, MAX_CONCURRENCY),
-        metavar=f"1..{MAX_CONCURRENCY}",
-        help=f"most steps run at the same time (default: {DEFAULT_MAX_CONCURRENCY})",
-    )
-    group.add_argument(
-        "--replan",
-        choices=REPLAN_MODES,
-        help="ask the replanner after each wave of steps (default) or only when needed",
-    )
-    group.add_argument(
-        "--no-text-calls",
-        dest="recover_text_calls",
-        action="store_false",
-        default=None,
-        help="do not read tool calls that the model wrote as text (default: read them)",
-    )
-    group.add_argument(
-        "--task-tools",
-        choices=TASK_TOOLS_CHOICES,
-        help="the executor's task tools: short descriptions (default), full ones, or none",
-    )
-    group.add_argument(
-        "--decision-mode",
-        choices=DECISION_MODES,
-        help="how the planner and replanner ask for their decision: a forced tool call "
-        "(tool_required, default), one tool named in tool_choice (tool_named), or a JSON reply "
-        "(json_schema, json_object); a mode the server refuses falls back to the next",
-    )
-
-
-def _add_price_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "cost estimate (default: the run's own prices, else OpenAI's list price of its model)"
-    )
-    group.add_argument(
-        "--price-in", type=_price, metavar="USD", help="dollars per million input tokens"
-    )
-    group.add_argument(
-        "--price-out", type=_price, metavar="USD", help="dollars per million output tokens"
-    )
-
-
-def _add_output_options(parser: argparse.ArgumentParser, *, progress: bool) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    if progress:
-        parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `replan`."""
-    parser = Parser(
-        prog="replan",
-        description="Plan–execute–replan agent runs, saved in SQLite or PostgreSQL and resumable.",
-        epilog=exit_code_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"replan {version('replan')}")
-    db = Parser(add_help=False)
-    db.add_argument(
-        "--db",
-        default=os.environ.get("REPLAN_DB") or DEFAULT_DB,
-        help=f"SQLite file or postgresql:// URL of the runs (default: $REPLAN_DB or {DEFAULT_DB})",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    run = commands.add_parser("run", parents=[db], help="start a run")
-    run.add_argument(
-        "objective", nargs="?", help='what the agent should achieve ("-": read it from stdin)'
-    )
-    run.add_argument("--objective-file", metavar="PATH", help="read the objective from a file")
-    run.add_argument("--thread-id", default=None, help="id for the run (default: generated)")
-    run.add_argument(
-        "--approve-plan", action="store_true", default=None, help="review the plan before it runs"
-    )
-    _add_output_options(run, progress=True)
-    _add_model_options(run)
-    _add_price_options(run)
-
-    resume = commands.add_parser("resume", parents=[db], help="continue a stopped run")
-    resume.add_argument("--thread-id", required=True)
-    review = resume.add_mutually_exclusive_group()
-    review.add_argument("--approve", action="store_true", help="approve the waiting plan")
-    review.add_argument("--reject", nargs="?", const="", metavar="REASON", help="reject it")
-    review.add_argument("--edit-plan", nargs="+", metavar="STEP", help="replace its steps")
-    _add_output_options(resume, progress=True)
-    _add_model_options(resume)
-    _add_price_options(resume)
-
-    show = commands.add_parser("show", parents=[db], help="show a stored run")
-    show.add_argument("--thread-id", required=True)
-    _add_output_options(show, progress=False)
-    _add_price_options(show)
-
-    threads = commands.add_parser("threads", parents=[db], help="list the stored runs")
-    _add_output_options(threads, progress=False)
-
-    check = commands.add_parser(
-        "check", help="probe a model server: what it supports, the settings runs would use"
-    )
-    _add_output_options(check, progress=True)
-    _add_server_options(check)
-    check.add_argument(
-        "--timeout",
-        type=_seconds,
-        help=f"seconds to wait for one probe (default: {DEFAULT_TIMEOUT_SECONDS:g})",
-    )
-    return parser
-
-
-def _check_text(args: argparse.Namespace) -> None:
-    """Refuse arguments that are not valid UTF-8 (Python hands them over as lone surrogates):
-    they could not be stored unaltered."""
-    for name, value in vars(args).items():
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and not _is_utf8(text):
-                what = "the objective" if name == "objective" else f"--{name.replace('_', '-')}"
-                raise CliError(ExitCode.USAGE, f"{what} is not valid UTF-8")
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _decode(raw: bytes, source: str) -> str:
-    if len(raw) > MAX_OBJECTIVE_BYTES:
-        raise CliError(
-            ExitCode.USAGE,
-            f"the objective in {source} is over {MAX_OBJECTIVE_BYTES // 2**20} MiB",
+def _report(
+    args: argparse.Namespace, snapshot: StateSnapshot, failure: Exception | None
+) -> ExitCode:
+    """Say how the run stands (stdout: its answer or JSON; stderr: what to do next)."""
+    summary = summarize(args.thread_id, snapshot, failure)
+    status = summary["status"]
+    if failure is not None:
+        say(f"replan: {one_line(str(failure))}")
+        say(f"The run is saved; continue it with: {resume_hint(args)}")
+        code = ExitCode.FAILED
+        if isinstance(failure, ModelUnavailableError):
+            code = ExitCode.MODEL_UNAVAILABLE
+        elif isinstance(failure, InvalidInputError):
+            code = ExitCode.USAGE
+    elif status == "waiting_for_approval":
+        say(
+            "The plan is waiting for approval. Answer with: "
+            f"{resume_hint(args)} --approve | --reject [REASON] | --edit-plan STEP ..."
         )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CliError(
-            ExitCode.USAGE, f"the objective in {source} is not valid UTF-8 (byte {exc.start})"
-        ) from None
+        code = ExitCode.AWAITING_APPROVAL
+    elif status == "finished":
+        code = ExitCode.OK
+    elif status == "not_finished":
+        code = ExitCode.NOT_FINISHED
+    else:
+        say(f"replan: the run stopped: {run_status(snapshot).text()}")
+        say(f"The run is saved; continue it with: {resume_hint(args)}")
+        code = ExitCode.FAILED
+    if args.json:
+        emit(json.dumps(summary, ensure_ascii=False, indent=2))
+    elif status in ("finished", "not_finished"):
+        emit(summary["response"])
+    return code
 
 
-def read_objective(args: argparse.Namespace) -> str:
-    """The objective from the argument, stdin (`-`) or `--objective-file`; not blank."""
-    if args.objective is not None and args.objective_file is not None:
-        raise CliError(ExitCode.USAGE, "give the objective or --objective-file, not both")
-    if args.objective_file is not None:
-        try:
-            with open(args.objective_file, "rb") as file:
-                text = _decode(file.read(MAX_OBJECTIVE_BYTES + 1), args.objective_file)
-        except OSError as exc:
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+async def cmd_run(args: argparse.Namespace) -> ExitCode:
+    """Start a new run of the objective on a fresh (or given, unused) thread id."""
+    context = _context(args, {})
+    async with open_checkpointer(args.db) as saver:
+        if await saver.aget_tuple(_config(args.thread_id)) is not None:
             raise CliError(
                 ExitCode.USAGE,
-                f"cannot read the objective file {args.objective_file}: {exc.strerror}",
-            ) from None
-    elif args.objective == "-":
-        text = _decode(sys.stdin.buffer.read(MAX_OBJECTIVE_BYTES + 1), "stdin")
-    elif args.objective is None:
+                f"thread {args.thread_id} already exists; continue it with: {resume_hint(args)}",
+            )
+        metadata = run_metadata(context.settings(), _now())
+        run = Run(args, _graph(saver), context, _config(args.thread_id, metadata))
+        run.announce = f"Thread {args.thread_id} (resume with: {resume_hint(args)})"
+        return await _drive(run, {"messages": [HumanMessage(args.objective_text)]})
+
+
+def _require_db(args: argparse.Namespace) -> None:
+    if not database_exists(args.db):
+        raise CliError(ExitCode.NO_SUCH_RUN, f"no database at {display_target(args.db)}")
+
+
+async def _stored(saver: BaseCheckpointSaver[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The checkpoint metadata of the thread; CliError when the thread is unknown."""
+    stored = await saver.aget_tuple(_config(args.thread_id))
+    if stored is None:
         raise CliError(
-            ExitCode.USAGE, 'no objective: give it as "TEXT", - (stdin) or --objective-file PATH'
+            ExitCode.NO_SUCH_RUN,
+            f"no run with thread id {args.thread_id} in {display_target(args.db)}",
         )
+    return dict(stored.metadata)
+
+
+async def cmd_resume(args: argparse.Namespace) -> ExitCode:
+    """Continue a stopped run from its last checkpoint (answering a pending plan review)."""
+    _require_db(args)
+    async with open_checkpointer(args.db) as saver:
+        stored = await _stored(saver, args)
+        args.resume_hint = resume_hint(args)
+        graph = _graph(saver)
+        snapshot = await graph.aget_state(_config(args.thread_id))
+        context = _context(args, stored)
+        # A mode the server refused earlier in the run is not asked for again.
+        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+        context = replace(context, decision_mode=mode)
+        metadata = run_metadata(context.settings(), stored.get(STARTED_KEY))
+        run = Run(args, graph, context, _config(args.thread_id, metadata))
+        review = _review_from_flags(args)
+        if review is not None and not snapshot.interrupts:
+            ended = " (it has ended)" if is_finished(snapshot) else ""
+            raise CliError(
+                ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval{ended}"
+            )
+        status = run_status(snapshot).text()
+        if is_finished(snapshot):
+            say(f"Thread {args.thread_id} has already ended ({status}):")
+            return _report(args, snapshot, None)
+        if not args.quiet:
+            say(f"Resuming thread {args.thread_id} ({status})")
+        return await _drive(run, None if review is None else Command(resume=review))
+
+
+def _given_prices(args: argparse.Namespace) -> dict[str, float] | None:
+    """`--price-in` and `--price-out` of `show` (both or neither)."""
+    if args.price_in is None and args.price_out is None:
+        return None
+    if args.price_in is None or args.price_out is None:
+        raise CliError(ExitCode.USAGE, "--price-in and --price-out go together: give both")
+    return {"price_in": args.price_in, "price_out": args.price_out}
+
+
+async def cmd_show(args: argparse.Namespace) -> ExitCode:
+    """Print a stored run: status (and why it failed), settings, plan, steps, tasks, model
+    usage (and cost), answer."""
+    prices = _given_prices(args)
+    _require_db(args)
+    async with open_checkpointer(args.db, read_only=True) as saver:
+        await _stored(saver, args)
+        snapshot = await _graph(saver).aget_state(_config(args.thread_id))
+    if args.json:
+        summary = summarize(args.thread_id, snapshot, prices=prices)
+        emit(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
-        text = args.objective
-    if not text.strip():
-        raise CliError(ExitCode.USAGE, "the objective is empty: say what the run should achieve")
-    return text
+        emit(describe_run(args.thread_id, snapshot, prices))
+    return ExitCode.OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `replan` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    args.resume_hint = ""  # set once the run is saved: the command that continues it
-    # psycopg logs what it ignores while closing a lost connection; the error says it in one line.
-    if not (psycopg_log := logging.getLogger("psycopg")).handlers:
-        psycopg_log.addHandler(logging.NullHandler())
-    if args.command == "run" and not args.thread_id:
-        args.thread_id = uuid.uuid4().hex[:12]
+async def cmd_threads(args: argparse.Namespace) -> ExitCode:
+    """List the runs stored in the database, most recently updated first."""
+    _require_db(args)
+    async with open_checkpointer(args.db, read_only=True) as saver:
+        graph = _graph(saver)
+        runs = [
+            (thread_id, await graph.aget_state(_config(thread_id)))
+            for thread_id in await stored_thread_ids(saver)
+        ]
+    if args.json:
+        summaries = [summarize(thread_id, snapshot) for thread_id, snapshot in runs]
+        emit(json.dumps(summaries, ensure_ascii=False, indent=2))
+    else:
+        emit(threads_table(runs))
+    return ExitCode.OK
+
+
+async def execute(args: argparse.Namespace) -> ExitCode:
+    """Run the parsed command; a database that cannot be used is a `CliError`
+    (DATABASE_UNAVAILABLE)."""
+    commands = {"run": cmd_run, "resume": cmd_resume, "show": cmd_show, "threads": cmd_threads}
     try:
-        _check_text(args)
-        if args.command == "run":
-            args.objective_text = read_objective(args)
-        if args.command == "check":
-            from replan.graphs.cli import check  # the model client: loaded only now
-
-            return int(check.execute(args))
-        from replan.graphs.cli import runs  # LangGraph and the model client: loaded only now
-
-        return int(asyncio.run(runs.execute(args)))
-    except CliError as exc:
-        say(f"replan: {exc}")
-        return int(exc.code)
-    except KeyboardInterrupt:
-        hint = f"; continue with: {args.resume_hint}" if args.resume_hint else ""
-        say(f"replan: interrupted{hint}")
-        return int(ExitCode.INTERRUPTED)
-    except Exception as exc:
-        if os.environ.get(DEBUG_ENV):
-            raise
-        say(f"replan: unexpected error: {type(exc).__name__}: {one_line(str(exc))}")
-        if args.resume_hint:
-            say(f"The run is saved; continue it with: {args.resume_hint}")
-        return int(ExitCode.FAILED)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        return await commands[args.command](args)
+    except DatabaseUnavailableError as exc:
+        raise CliError(ExitCode.DATABASE_UNAVAILABLE, one_line(str(exc))) from None

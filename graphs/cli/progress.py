@@ -9,38 +9,29 @@ note says when the model server refused the run's way of asking for decisions.
 The tokens used so far (and their cost, with a price) come from the `usage` of the nodes'
 updates: each finished node's, plus the model turns of the steps still running.
 
-Two displays show the lanes: `PlainDisplay` writes lines (for logs and pipes; a line names its
-lane when several run at once) and `LiveDisplay` draws the open lanes with rich on a terminal,
-keeping finished ones as lines above and the tokens so far below. `NullDisplay` shows nothing
-(`--quiet`).
+The lanes are drawn by a display (`replan.graphs.cli.display`); the retries come from
+`replan.graphs.cli.retry_log`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TextIO
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.config import get_config
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.text import Text
 
+from replan.graphs.briefings import format_plan
+from replan.graphs.cli.display import Display, Lane
 from replan.graphs.cli.summary import fallback_line, first_line
 from replan.graphs.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
-from replan.graphs.state import ExecutedStep, PlannedStep, format_plan
+from replan.graphs.schema import ExecutedStep, PlannedStep
 from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.state import Task, TaskContext
 from replan.state.usage import (
     Pricing,
     RunUsage,
-    Tally,
     add_tallies,
     cost,
     dollars_text,
@@ -53,185 +44,8 @@ from replan.tools.task_state import as_task_context, update_task_context
 
 RESULT_CHARS = 160
 ARGS_CHARS = 80
-RECENT_EVENTS = 4
-"""How many of a lane's latest events the live display keeps under its title."""
-FIRST_WAIT_NOTICE_SECONDS = 5.0
-"""The plain display says it is still waiting for the model after this long, then after
-twice as long each time."""
-TICK_SECONDS = 0.5
-"""How often waiting times and the live display are brought up to date."""
 MODEL_NODES = frozenset({"planner", "replanner", "act"})
 """Nodes that are one model request (`act` is a model turn inside an executor step)."""
-OPENAI_LOGGER = "openai._base_client"
-
-
-@dataclass
-class Lane:
-    """One running node of the run and what it has done so far."""
-
-    title: str
-    started: float
-    label: str = ""
-    step_id: int | None = None
-    waiting_since: float | None = None
-    next_notice: float = FIRST_WAIT_NOTICE_SECONDS
-    tasks: TaskContext | None = None
-    recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_EVENTS))
-    used: Tally = field(default_factory=empty_tally)
-    """Usage of this step's model turns so far, until the step's own update counts it."""
-
-    def wait_for_model(self, now: float) -> None:
-        """A model request of this lane starts (or starts again) now."""
-        self.waiting_since = now
-        self.next_notice = FIRST_WAIT_NOTICE_SECONDS
-
-
-class Display(Protocol):
-    """Where progress goes."""
-
-    def note(self, text: str) -> None:
-        """A line about the whole run."""
-
-    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
-        """`lane` started; `lanes` are all open lanes."""
-
-    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        """Something happened in `lane`."""
-
-    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        """`lane` ended, summed up by `text`; `lanes` are those still open."""
-
-    def tick(self, lanes: list[Lane], now: float) -> None:
-        """Time passed."""
-
-    def usage(self, text: str, settled: bool) -> None:
-        """The tokens used so far; `settled` once the node that used them has ended (shown
-        once, after its lane closes), not for a model turn of a step still running."""
-
-
-class NullDisplay:
-    """Shows nothing (`--quiet`)."""
-
-    def note(self, text: str) -> None:
-        pass
-
-    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
-        pass
-
-    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        pass
-
-    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        pass
-
-    def tick(self, lanes: list[Lane], now: float) -> None:
-        pass
-
-    def usage(self, text: str, settled: bool) -> None:
-        pass
-
-
-class PlainDisplay:
-    """Progress as lines, for a stderr that is not a terminal (the tokens so far once they
-    are settled)."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def note(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def _lane_line(self, lane: Lane, text: str, side_by_side: bool) -> None:
-        """An indented line of `lane`, naming it when other lanes run at the same time."""
-        self.note(f"  [{lane.label}] {text}" if side_by_side else f"  {text}")
-
-    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
-        self.note(lane.title)
-
-    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        self._lane_line(lane, text, len(lanes) > 1)
-
-    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        if text:
-            self.note(text)
-
-    def tick(self, lanes: list[Lane], now: float) -> None:
-        for lane in lanes:
-            if lane.waiting_since is None:
-                continue
-            waited = now - lane.waiting_since
-            if waited >= lane.next_notice:
-                lane.next_notice *= 2
-                self._lane_line(lane, f"waiting for the model: {waited:.0f} s", len(lanes) > 1)
-
-    def usage(self, text: str, settled: bool) -> None:
-        if settled:
-            self.note(text)
-
-
-class LiveDisplay:
-    """The open lanes drawn live with rich on a terminal; notes and finished lanes scroll
-    above them as lines."""
-
-    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
-        self.console = console
-        self.clock = clock
-        self.live = Live(console=console, auto_refresh=False, transient=True)
-        self.usage_text = ""
-        self.lanes: list[Lane] = []
-
-    def __enter__(self) -> LiveDisplay:
-        self.live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.live.stop()
-        if self.usage_text:  # the live region is gone: the last total stays as a line
-            self.console.print(Text(self.usage_text))
-
-    def usage(self, text: str, settled: bool) -> None:
-        self.usage_text = text
-        self._draw(self.lanes)
-
-    def note(self, text: str) -> None:
-        self.live.console.print(Text(text))
-
-    def opened(self, lane: Lane, lanes: list[Lane]) -> None:
-        self._draw(lanes)
-
-    def event(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        lane.recent.append(text)
-        self._draw(lanes)
-
-    def closed(self, lane: Lane, text: str, lanes: list[Lane]) -> None:
-        if text:  # a step's outcome stays; planning and reviewing leave their own notes
-            self.note(text)
-        self._draw(lanes)
-
-    def tick(self, lanes: list[Lane], now: float) -> None:
-        self._draw(lanes)
-
-    def render(self, lanes: list[Lane]) -> RenderableType:
-        """The live region: each open lane with its elapsed time, what it waits for and its
-        latest events."""
-        now = self.clock()
-        blocks: list[RenderableType] = []
-        for lane in lanes:
-            blocks.append(
-                Text.assemble((lane.title, "bold"), (f"  {now - lane.started:.0f} s", "dim"))
-            )
-            for text in lane.recent:
-                blocks.append(Text(f"  {text}", overflow="ellipsis", no_wrap=True))
-            if lane.waiting_since is not None:
-                waited = now - lane.waiting_since
-                blocks.append(Text(f"  waiting for the model… {waited:.0f} s", style="cyan"))
-        if self.usage_text:
-            blocks.append(Text(self.usage_text, style="dim"))
-        return Group(*blocks)
-
-    def _draw(self, lanes: list[Lane]) -> None:
-        self.lanes = lanes
-        self.live.update(self.render(lanes), refresh=True)
 
 
 def short_call(name: str, args: dict[str, Any]) -> str:
@@ -508,61 +322,3 @@ class ProgressPrinter:
             self._show_plan("Plan edited:", update["plan"])
         else:
             self.display.note("Plan rejected." if update.get("response") else "Plan approved.")
-
-
-_RETRY_REASONS: dict[str, Callable[[tuple[Any, ...]], str]] = {
-    "Encountered an HTTP status error: %i": lambda args: f"HTTP {args[0]}",
-    "Encountered a timeout exception: %s": lambda args: "no answer in time",
-    "Encountered exception: %s": lambda args: f"connection failed ({args[0]})",
-}
-_RETRYING = "Retrying request in %f seconds (retry %i of %s)"
-
-
-class _RetryLog(logging.Handler):
-    """Reads the OpenAI client's debug log: why a request failed, and that it is retried.
-
-    The client logs inside the node's call, so the run's config (`get_config`) names the lane.
-    """
-
-    def __init__(self, printer: ProgressPrinter) -> None:
-        super().__init__(logging.DEBUG)
-        self.printer = printer
-        self.reasons: dict[str | None, str] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        args = record.args if isinstance(record.args, tuple) else ()
-        lane = self._lane()
-        if (reason := _RETRY_REASONS.get(str(record.msg))) is not None:
-            self.reasons[lane] = reason(args)
-        elif record.msg == _RETRYING and len(args) == 3:
-            seconds, attempt, attempts = args
-            why = self.reasons.pop(lane, "request failed")
-            self.printer.model_retry(
-                lane, f"{why}, retrying in {seconds:.2g} s (retry {attempt} of {attempts})"
-            )
-
-    @staticmethod
-    def _lane() -> str | None:
-        try:
-            namespace = get_config().get("metadata", {}).get("langgraph_checkpoint_ns", "")
-        except RuntimeError:
-            return None
-        return str(namespace).split("|")[0] or None
-
-
-@contextmanager
-def model_retries_shown(printer: ProgressPrinter) -> Iterator[None]:
-    """While inside, the model client's retries appear in `printer`'s lanes (its debug log is
-    read here and goes no further)."""
-    logger = logging.getLogger(OPENAI_LOGGER)
-    handler = _RetryLog(printer)
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate

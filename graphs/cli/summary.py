@@ -15,16 +15,10 @@ from typing import Any, Literal, cast
 
 from langgraph.types import StateSnapshot
 
-from replan.graphs.cli.persistence import STARTED_KEY, stored_settings
-from replan.graphs.state import (
-    DecisionFallback,
-    PlanExecuteState,
-    effective_mode,
-    format_executed_steps,
-    format_plan,
-    objective_text,
-    steps_left,
-)
+from replan.graphs.briefings import format_executed_steps, format_plan
+from replan.graphs.persistence import STARTED_KEY, stored_settings
+from replan.graphs.plan_rules import objective_text, steps_left
+from replan.graphs.schema import DecisionFallback, PlanExecuteState, effective_mode
 from replan.state import TaskContext, format_task_list
 from replan.state.usage import (
     TOKEN_FIELDS,

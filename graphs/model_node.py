@@ -1,0 +1,27 @@
+"""What every node that asks the model is built with (the planner's and the executor's)."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+
+from replan.graphs.context import Bounds
+from replan.graphs.prompts import Prompts
+from replan.graphs.tool_offers import ToolOffers
+
+
+class ModelNode:
+    """The caller's model (None: each run builds a `ChatOpenAI` from its `Context`), the tools
+    offered to the executor (`Context.task_tools` picks one offer), the prompts and the graph's
+    default bounds."""
+
+    def __init__(
+        self,
+        model: BaseChatModel | None,
+        offers: ToolOffers,
+        prompts: Prompts,
+        bounds: Bounds,
+    ) -> None:
+        self.model = model
+        self.offers = offers
+        self.prompts = prompts
+        self.bounds = bounds

@@ -1,0 +1,156 @@
+"""State schemas of the plan–execute–replan graph: what a run keeps, takes and returns.
+
+The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
+and the ids of the steps it waits for), the `executed_steps` with their results, the final
+`response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
+(`iterations`), once the model server refused a way of asking for decisions, the way used
+instead (`decision_mode`), how many tool calls written as text were recovered
+(`recovered_calls`) and how many mistaken model replies were corrected (`corrected_mistakes`),
+and the tokens the model calls used (`usage`, per node and per plan step, see
+`replan.state.usage`).
+
+A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
+after the item before it, or `{"step": text, "depends_on": [positions]}` with 1-based positions
+of earlier items of the same list (`PlanItem`).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, NotRequired
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph import add_messages
+from typing_extensions import TypedDict
+
+from replan.graphs.context import DecisionMode
+from replan.graphs.task_merge import merge_task_updates
+from replan.state.tasks import TaskContext
+from replan.state.usage import RunUsage, merge_usage
+from replan.tools.task_state import TasksState
+
+
+class PlannedStep(TypedDict):
+    """A step still to do: a stable `id` (unique in the thread), its text, and the ids of the
+    steps that must be done before it starts."""
+
+    id: int
+    step: str
+    depends_on: list[int]
+
+
+StepStatus = Literal["done", "unfinished", "failed"]
+"""How a step ended: its executor answered, ran out of model calls, or reported a failure."""
+
+
+class ExecutedStep(TypedDict):
+    """One carried-out step and the executor's report on it."""
+
+    step: str
+    result: str
+    id: NotRequired[int]
+    status: NotRequired[StepStatus]
+
+
+PlanItem = str | dict[str, Any]
+"""A step as a model or a reviewer writes it (see the module docstring)."""
+
+
+class PlanExecuteInput(TypedDict):
+    """What a caller gives the graph: the conversation holding the objective."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+StopReason = Literal["", "max_iterations", "no_progress"]
+"""Why a run ended without meeting its objective: its round limit, or a step planned again after
+it had been carried out twice (`repeated_step`); "" when it met it (or was rejected at review)."""
+
+
+class DecisionFallback(TypedDict):
+    """A way of asking for decisions the model server refused in this run: `refused` (the
+    mode), `asked` (what the request carried that was refused), the HTTP `status`, and the
+    mode asked in instead."""
+
+    refused: DecisionMode
+    asked: str
+    status: int
+    fallback: DecisionMode
+
+
+class DecisionModeRecord(TypedDict):
+    """How this run asks for decisions since the server refused a way (`mode`), and each
+    refusal; absent while nothing was refused."""
+
+    mode: DecisionMode
+    fallbacks: list[DecisionFallback]
+
+
+def fallbacks_of(record: DecisionModeRecord | None) -> list[DecisionFallback]:
+    """The fallbacks `record` holds (none without one)."""
+    return list(record["fallbacks"]) if record else []
+
+
+def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -> DecisionMode:
+    """The mode a run asks in: `requested`, or the mode it fell back to from it."""
+    instead = {fallback["refused"]: fallback["fallback"] for fallback in fallbacks_of(record)}
+    mode = requested
+    while mode in instead:  # fallbacks only go forward in DECISION_MODES: no cycle
+        mode = instead[mode]
+    return mode
+
+
+class PlanExecuteOutput(TypedDict, total=False):
+    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
+    when the run ended without meeting the objective, and the model calls' `usage`."""
+
+    response: str
+    plan: list[PlannedStep]
+    executed_steps: list[ExecutedStep]
+    stop_reason: StopReason
+    usage: RunUsage
+
+
+class PlanExecuteState(PlanExecuteInput, total=False):
+    """The full state of the plan–execute graph.
+
+    `tasks_context` merges the task-list changes of parallel executor branches
+    (`replan.graphs.task_merge`); a plain `TaskContext` written to it replaces the list.
+    `usage` adds up what every node reports (parallel steps' usage too).
+    """
+
+    plan: list[PlannedStep]
+    executed_steps: Annotated[list[ExecutedStep], operator.add]
+    response: str
+    stop_reason: StopReason
+    tasks_context: Annotated[TaskContext, merge_task_updates]
+    iterations: int
+    recovered_calls: Annotated[int, operator.add]
+    """How many tool calls the model wrote as text were recovered, over every node and
+    executor branch (`replan.graphs.text_calls`); kept in the state, not in the output."""
+    corrected_mistakes: Annotated[int, operator.add]
+    """How many model replies were mistakes the model was told about and asked again for: a
+    decision without a usable decision in it, an executor turn with a tool call whose arguments
+    are not valid JSON or a tool call written as text that could not be read; over every node
+    and executor branch, kept in the state, not in the output."""
+    decision_mode: DecisionModeRecord
+    usage: Annotated[RunUsage, merge_usage]
+
+
+class StepRun(TypedDict):
+    """What one executor branch gets: the objective, its step, the results of the steps it
+    depends on, and the task list as the wave started."""
+
+    objective: str
+    step: PlannedStep
+    dependencies: list[ExecutedStep]
+    tasks_context: TaskContext
+
+
+class ExecutorState(TasksState, total=False):
+    """State of the executor's inner tool loop; `model_calls` counts its model turns,
+    `corrected_mistakes` the turns answered with a correction, `usage` adds up their tokens."""
+
+    model_calls: int
+    corrected_mistakes: Annotated[int, operator.add]
+    usage: Annotated[RunUsage, merge_usage]

@@ -1,0 +1,236 @@
+"""A deterministic plan–execute–replan model for tests: a pure function of the request.
+
+`respond(request)` plays every role of the graph, recognised by the tools the request offers:
+
+- planner — the request forces (or only offers) the `plan` tool: a plan of N steps named
+  ``Step i of N [topic]`` where topic is the objective's first words. The objective sets the
+  shape: "in N steps" is a chain of plain strings (default 3 steps), "in N parallel steps" has
+  N steps that need nothing, "in N diamond steps" is one step, N - 2 steps that need it, and a
+  last step that needs those (`dependencies`);
+- replanner — offers `plan` and `respond`: `plan` with the steps whose result marker is not yet
+  in the prompt (dependencies renumbered within that list), or `respond` once every step's is;
+- executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
+  named in the prompt without one (`Script(result_chars=...)` pads results to a length).
+
+A decision asked for in another mode (a JSON reply, or one `decide` tool) is recognised by the
+fields it asks for; the scripted server turns the scripted call into what was asked.
+
+Since nothing is remembered between calls, two processes may share one server and a run may
+be killed and resumed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replan.testing.requests import (
+    asked_fields,
+    first_param,
+    forced_tool,
+    message_text,
+    prompt_text,
+    tool_names,
+)
+from replan.testing.server import Reply, Responder, text, tool_call
+
+DEFAULT_STEPS = 3
+_STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
+_RESULT = re.compile(r"RESULT (\d+)/(\d+)")
+_STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
+ROLES = ("planner", "executor", "replanner")
+FILLER = " The details of this step are written out here at length."
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a request asks for: `role` is planner/executor/replanner; `step` for the executor."""
+
+    role: str
+    step: int | None = None
+
+
+def step_text(index: int, total: int, topic: str) -> str:
+    """The text of step `index` (1-based) of a `total`-step plan."""
+    return f"Step {index} of {total} [{topic}]"
+
+
+def dependencies(shape: str, total: int) -> list[list[int]] | None:
+    """The 1-based positions each step of a `shape` plan waits for; None for plain strings."""
+    if shape == "parallel":
+        return [[] for _ in range(total)]
+    if shape == "diamond":
+        middle = list(range(2, total))
+        return [[], *([[1]] * len(middle)), middle]
+    return None
+
+
+def _done(prompt: str) -> set[int]:
+    return {int(match[0]) for match in _RESULT.findall(prompt)}
+
+
+def _plan_shape(prompt: str) -> tuple[int, str] | None:
+    """(total, topic) from the first step named in the prompt."""
+    match = _STEP.search(prompt)
+    return (int(match[2]), match[3]) if match else None
+
+
+def classify(request: dict[str, Any]) -> Call:
+    """Which graph node sent `request` and, for the executor, which step it runs."""
+    names = tool_names(request)
+    asked = asked_fields(request)
+    if forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
+        return Call("planner")
+    if ("plan" in names and "respond" in names) or asked == {"steps", "response"}:
+        return Call("replanner")
+    prompt = prompt_text(request)
+    done = _done(prompt)
+    pending = [int(m[0]) for m in _STEP.findall(prompt) if int(m[0]) not in done]
+    return Call("executor", pending[0] if pending else None)
+
+
+def objective(request: dict[str, Any]) -> str:
+    """The last user message of `request` (the objective, for the planner)."""
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    return message_text(users[-1]) if users else ""
+
+
+def plan_items(prompt: str, steps: Sequence[int], total: int, topic: str) -> list[Any]:
+    """Steps `steps` (1-based indices of the full plan) as the `plan` tool takes them; the
+    shape comes from the objective in `prompt`."""
+    count = _STEP_COUNT.search(prompt)
+    shape = (count[2] or "").strip().lower() if count else ""
+    waits = dependencies(shape, total)
+    if waits is None:
+        return [step_text(i, total, topic) for i in steps]
+    position = {index: p for p, index in enumerate(steps, 1)}
+    return [
+        {
+            "step": step_text(i, total, topic),
+            "depends_on": [position[d] for d in waits[i - 1] if d in position],
+        }
+        for i in steps
+    ]
+
+
+def first_plan(request: dict[str, Any]) -> list[Any]:
+    """The planner's steps for the objective of `request`."""
+    goal = objective(request)
+    count = _STEP_COUNT.search(goal)
+    total = int(count[1]) if count else DEFAULT_STEPS
+    topic = " ".join(re.sub(r"[^a-z0-9 ]", " ", goal.lower()).split()[:5])
+    return plan_items(goal, range(1, total + 1), total, topic)
+
+
+def replan(request: dict[str, Any]) -> list[Any] | str | None:
+    """The replanner's decision: the steps still to do, or the final answer once all are (None
+    when the prompt names no step)."""
+    prompt = prompt_text(request)
+    shape = _plan_shape(prompt)
+    if shape is None:
+        return None
+    total, topic = shape
+    done = _done(prompt)
+    remaining = [i for i in range(1, total + 1) if i not in done]
+    if remaining:
+        return plan_items(prompt, remaining, total, topic)
+    return f"All {total} steps of [{topic}] are done: " + ", ".join(
+        f"RESULT {i}/{total}" for i in range(1, total + 1)
+    )
+
+
+def step_result(request: dict[str, Any], result_chars: int = 0) -> str:
+    """The executor's report on the step it runs, padded to `result_chars`."""
+    call = classify(request)
+    shape = _plan_shape(prompt_text(request))
+    if call.step is None or shape is None:
+        return "scripted executor: no pending step found in the prompt"
+    result = f"Executed step {call.step}: RESULT {call.step}/{shape[0]}"
+    while len(result) < result_chars:
+        result += FILLER
+    return result
+
+
+@dataclass(frozen=True)
+class Script:
+    """The scripted model as a responder; `result_chars` pads every step's result."""
+
+    result_chars: int = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        call = classify(request)
+        if call.role == "planner":
+            return tool_call("plan", {first_param(request, "plan", "steps"): first_plan(request)})
+        if call.role == "replanner":
+            decision = replan(request)
+            if decision is None:
+                return text("scripted replanner: no step found in the prompt")
+            if isinstance(decision, str):
+                key = first_param(request, "respond", "response")
+                return tool_call("respond", {key: decision})
+            return tool_call("plan", {first_param(request, "plan", "steps"): decision})
+        return text(step_result(request, self.result_chars))
+
+
+respond = Script()
+"""The scripted model's answer to a request (see the module docstring)."""
+
+
+def executor_steps(requests: list[dict[str, Any]]) -> list[int | None]:
+    """The step of every executor request in `requests`, in order (for assertions)."""
+    return [c.step for c in map(classify, requests) if c.role == "executor"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One request as the server handled it: the body, and when it arrived and was answered
+    (`time.perf_counter()` seconds)."""
+
+    request: dict[str, Any]
+    start: float
+    end: float
+
+    @property
+    def call(self) -> Call:
+        return classify(self.request)
+
+
+@dataclass
+class Clock:
+    """A responder that holds each reply for `latency` seconds (a number, or a function of the
+    request) and records every request's `Span`, server-side."""
+
+    responder: Responder = respond
+    latency: float | Callable[[dict[str, Any]], float] = 0.0
+    spans: list[Span] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        start = time.perf_counter()
+        time.sleep(self.latency(request) if callable(self.latency) else self.latency)
+        reply = self.responder(request)
+        with self.lock:
+            self.spans.append(Span(request, start, time.perf_counter()))
+        return reply
+
+    def executor_spans(self) -> dict[int, Span]:
+        """The span of each executed step, by step number (the last request for it)."""
+        return {s.call.step: s for s in self.spans if s.call.role == "executor" and s.call.step}
+
+    def most_at_once(self, role: str = "executor") -> int:
+        """The largest number of `role` requests the server was handling at the same time."""
+        events = sorted(
+            (t, d)
+            for s in self.spans
+            if s.call.role == role
+            for t, d in ((s.start, 1), (s.end, -1))
+        )
+        running = most = 0
+        for _, change in events:
+            running += change
+            most = max(most, running)
+        return most

@@ -1,0 +1,56 @@
+"""Readers of a chat completion request as the scripted server receives it (a JSON dict), for
+responders: its text, the tools it offers or forces, the fields a decision asks for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of one request message (its text parts joined)."""
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def prompt_text(request: dict[str, Any]) -> str:
+    """Every message text of `request`, joined."""
+    return "\n".join(message_text(m) for m in request.get("messages", []))
+
+
+def tool_names(request: dict[str, Any]) -> list[str]:
+    """The names of the tools the request offers."""
+    return [t.get("function", {}).get("name", "") for t in request.get("tools") or []]
+
+
+def forced_tool(request: dict[str, Any]) -> str | None:
+    """The tool the request forces by name, if any."""
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        return str(choice.get("function", {}).get("name"))
+    return None
+
+
+def first_param(request: dict[str, Any], tool: str, default: str) -> str:
+    """The first parameter name the request's schema gives `tool` (e.g. `steps`)."""
+    for spec in request.get("tools") or []:
+        function = spec.get("function", {})
+        if function.get("name") == tool:
+            return next(iter(function.get("parameters", {}).get("properties", {})), default)
+    return default
+
+
+def asked_fields(request: dict[str, Any]) -> set[str]:
+    """The fields a decision request asks for as JSON (`response_format`) or in its one
+    `decide` tool (other decision modes than forced `plan`/`respond` calls)."""
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict):
+        schema = response_format.get("schema") or response_format.get("json_schema", {}).get(
+            "schema", {}
+        )
+        return set(schema.get("properties", {}))
+    for spec in request.get("tools") or []:
+        if spec.get("function", {}).get("name") == "decide":
+            return set(spec["function"].get("parameters", {}).get("properties", {}))
+    return set()

@@ -1,0 +1,79 @@
+"""Two `replan run` processes on one database (a SQLite file or PostgreSQL), at the same time,
+both finish."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replan.testing import Reply, ScriptedOpenAIServer
+from replan.testing import plan_script as script
+from tests.support.cli_harness import finish, invoke, start_cli
+
+pytestmark = pytest.mark.slow  # real processes
+
+
+class Together:
+    """Holds each run's planner request until both runs are there, then answers slowly.
+
+    The two processes start at different speeds; meeting at the planner and slowing every
+    answer a little makes their checkpoint writes interleave.
+    """
+
+    def __init__(self) -> None:
+        self.planners = threading.Barrier(2, timeout=60)
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if script.classify(request).role == "planner":
+            self.planners.wait()
+        time.sleep(0.02)
+        return script.respond(request)
+
+
+def _topic(request: dict[str, Any]) -> str:
+    text = str(request["messages"])
+    match = re.search(r"\[(alpha|beta)[a-z0-9 ]*\]|\b(Alpha|Beta) run", text)
+    assert match, text
+    return (match[1] or match[2]).lower()
+
+
+def test_two_processes_share_one_database(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    runs_db: list[str],
+) -> None:
+    with ScriptedOpenAIServer(Together()) as server:
+        runs = {
+            name: start_cli(
+                server,
+                tmp_path,
+                "run",
+                f"{name.title()} run in 6 steps",
+                "--thread-id",
+                name,
+                *runs_db,
+            )
+            for name in ("alpha", "beta")
+        }
+        outcomes = {name: finish(process) for name, process in runs.items()}
+        topics = [_topic(r) for r in server.requests]
+    for name, outcome in outcomes.items():
+        assert outcome.code == 0, outcome.err
+        assert "locked" not in outcome.err
+        assert f"All 6 steps of [{name} run in 6 steps] are done" in outcome.out
+    switches = sum(a != b for a, b in itertools.pairwise(topics))
+    assert switches >= 4, f"the runs did not overlap: {topics}"
+    monkeypatch.chdir(tmp_path)
+    listed = json.loads(invoke(capsys, "threads", "--json", *runs_db).out)
+    assert sorted((run["thread_id"], run["status"], run["objective"]) for run in listed) == [
+        ("alpha", "finished", "Alpha run in 6 steps"),
+        ("beta", "finished", "Beta run in 6 steps"),
+    ]

@@ -1,0 +1,273 @@
+"""`replan run/resume/show/threads`: progress, answers, statuses, plan approval, settings that
+a run keeps, and the exit codes (code, help and README from one source)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replan.graphs.cli import output as cli
+from replan.testing import Reply, ScriptedOpenAIServer, tool_call
+from replan.testing import plan_script as script
+from tests.support.cli_harness import cli_env, finish, invoke, run_cli, start_cli
+from tests.support.readme import README
+
+ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ScriptedOpenAIServer]:
+    """A plan–execute server; the in-process CLI runs in `tmp_path` and talks to it."""
+    with ScriptedOpenAIServer(script.respond) as srv:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.delenv("REPLAN_DB", raising=False)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        yield srv
+
+
+@pytest.mark.slow
+def test_console_script_runs_and_prints_progress_and_answer(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    done = run_cli(server, tmp_path, "run", "Ship it in 2 steps")
+    assert done.code == 0, done.err
+    assert done.out.strip() == ANSWER_2
+    lines = done.err.splitlines()
+    assert lines[0].startswith("Thread ") and "replan resume --thread-id" in lines[0]
+    step_1 = "Step 1 of 2 [ship it in 2 steps]"
+    for expected in ("Planning…", "Plan:", f"  1. {step_1}", f"Step 1: {step_1}"):
+        assert expected in lines
+    done_2 = r"Step 2 done in \d+\.\d s: Executed step 2: RESULT 2/2"
+    assert any(re.fullmatch(done_2, line) for line in lines)
+    assert re.fullmatch(r"Objective done in \d+\.\d s; final answer below\.", lines[-1])
+    assert (tmp_path / "replan.sqlite").exists()
+
+
+def test_show_and_threads_describe_stored_runs(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "one").code == 0
+    assert invoke(capsys, "run", "Wait for me", "--thread-id", "two", "--approve-plan").code == 4
+    shown = invoke(capsys, "show", "--thread-id", "one")
+    assert shown.code == 0
+    assert "Status: finished\nStarted: " in shown.out and f"Answer:\n  {ANSWER_2}" in shown.out
+    assert "Settings:\n  model: gpt-4o-mini\n" in shown.out
+    assert f"  base_url: {server.base_url}\n" in shown.out
+    assert "1. Step 1 of 2 [ship it in 2 steps]\n     Result: Executed step 1" in shown.out
+    header, *rows = invoke(capsys, "threads").out.splitlines()
+    assert header.split() == ["THREAD", "STATUS", "UPDATED", "OBJECTIVE"]
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    assert re.fullmatch(rf"two +waiting for approval +{stamp}  Wait for me", rows[0])
+    assert re.fullmatch(rf"one +finished +{stamp}  Ship it in 2 steps", rows[1])
+    assert len(rows) == 2
+
+
+def test_resume_of_a_finished_run_prints_its_answer(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t").code == 0
+    before = len(server.requests)
+    again = invoke(capsys, "resume", "--thread-id", "t")
+    assert (again.code, again.out.strip()) == (0, ANSWER_2)
+    assert again.err == "Thread t has already ended (finished):\n"
+    assert len(server.requests) == before
+
+
+@pytest.mark.slow
+def test_a_run_out_of_rounds_is_not_finished_everywhere(
+    server: ScriptedOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`max_iterations` ran out: exit 6, the report on stdout, "not finished" in every view."""
+    cut = run_cli(
+        server, tmp_path, "run", "Cut short in 3 steps", "--thread-id", "c", "--max-iterations", "1"
+    )
+    assert cut.code == 6, cut.err
+    assert cut.out.startswith("The objective was not finished") and "RESULT 1/3" in cut.out
+    assert "Objective not finished (max_iterations)" in cut.err.splitlines()[-1]
+    assert "Objective done" not in cut.err
+    shown = invoke(capsys, "show", "--thread-id", "c").out
+    assert "Status: not finished (max_iterations)" in shown and "Report:\n  The objective" in shown
+    assert "not finished (max_iterations)" in invoke(capsys, "threads").out.splitlines()[1]
+    again = invoke(capsys, "resume", "--thread-id", "c")
+    assert again.code == 6 and again.out == cut.out
+    assert again.err == "Thread c has already ended (not finished (max_iterations)):\n"
+
+
+@pytest.mark.slow
+def test_resume_continues_on_the_runs_own_model_and_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The printed resume command, run where the environment names another server and no key
+    is stored, continues with the model, URL and bounds the run started with."""
+    with (
+        ScriptedOpenAIServer(script.respond) as chosen,
+        ScriptedOpenAIServer(script.respond) as default,
+    ):
+        env = {**cli_env(default), "OPENAI_API_KEY": "sk-never-stored"}
+        waiting = finish(
+            start_cli(
+                default,
+                tmp_path,
+                "run",
+                "Ship it in 2 steps",
+                "--thread-id",
+                "m",
+                "--base-url",
+                chosen.base_url,
+                "--model",
+                "model-a",
+                "--temperature",
+                "0.5",
+                "--approve-plan",
+                env=env,
+            )
+        )
+        assert waiting.code == 4, waiting.err
+        hint = waiting.err.splitlines()[-1].split("Answer with: ")[1].split(" --approve |")[0]
+        assert hint == "replan resume --thread-id m"
+        resumed = finish(start_cli(default, tmp_path, *hint.split()[1:], "--approve", env=env))
+        assert (resumed.code, resumed.out.strip()) == (0, ANSWER_2), resumed.err
+        assert default.requests == []
+        assert {r["model"] for r in chosen.requests} == {"model-a"}
+        assert {r["temperature"] for r in chosen.requests} == {0.5}
+        assert script.executor_steps(chosen.requests) == [1, 2]
+    shown = run_cli(None, tmp_path, "show", "--thread-id", "m").out
+    assert f"base_url: {chosen.base_url}\n" in shown and "model: model-a\n" in shown
+    stored = [path.read_bytes() for path in tmp_path.glob("replan.sqlite*")]
+    assert stored and not any(b"sk-never-stored" in data for data in stored)
+
+
+def test_options_given_to_resume_override_the_stored_ones(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "o", "--approve-plan").code == 4
+    )
+    assert invoke(capsys, "resume", "--thread-id", "o", "--approve", "--model", "model-b").code == 0
+    models = [r["model"] for r in server.requests]
+    assert models[0] == "gpt-4o-mini" and set(models[1:]) == {"model-b"}
+    assert "model: model-b\n" in invoke(capsys, "show", "--thread-id", "o").out
+
+
+@pytest.mark.parametrize("objective", ["", "   ", "\n\t"])
+def test_an_empty_objective_is_a_usage_error_before_anything_is_stored(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], objective: str
+) -> None:
+    refused = invoke(capsys, "run", objective, "--thread-id", "e")
+    assert (refused.code, refused.out) == (2, "")
+    assert refused.err.strip() == "replan: the objective is empty: say what the run should achieve"
+    assert server.requests == [] and not Path("replan.sqlite").exists()
+
+
+def test_unreachable_server_then_back(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.stop()
+    failed = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "u", "--max-retries", "0")
+    assert failed.code == 3
+    assert failed.err.splitlines()[-2].startswith("replan: cannot reach the model server")
+    assert failed.err.splitlines()[-1].endswith("replan resume --thread-id u")
+    with ScriptedOpenAIServer(script.respond, port=server.port) as again:
+        resumed = invoke(capsys, "resume", "--thread-id", "u")
+        assert (resumed.code, resumed.out.strip()) == (0, ANSWER_2)
+        assert [script.classify(r).role for r in again.requests][0] == "planner"
+
+
+# --- plan approval ----------------------------------------------------------------------
+
+
+def _waiting(capsys: pytest.CaptureFixture[str], thread: str) -> None:
+    waiting = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", thread, "--approve-plan")
+    assert waiting.code == 4
+    assert f"replan resume --thread-id {thread} --approve" in waiting.err.splitlines()[-1]
+    assert waiting.out == ""
+
+
+def test_approval_without_terminal_then_approve(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _waiting(capsys, "a")
+    assert script.executor_steps(server.requests) == []
+    assert invoke(capsys, "resume", "--thread-id", "a").code == 4
+    approved = invoke(capsys, "resume", "--thread-id", "a", "--approve")
+    assert (approved.code, approved.out.strip()) == (0, ANSWER_2)
+    assert "Plan approved." in approved.err
+    again = invoke(capsys, "resume", "--thread-id", "a", "--approve")
+    assert again.code == 2
+    assert again.err == "replan: thread a has no plan waiting for approval (it has ended)\n"
+
+
+def test_edit_and_reject_the_waiting_plan(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _waiting(capsys, "e")
+    edited = invoke(capsys, "resume", "--thread-id", "e", "--edit-plan", "Step 1 of 1 [mine]")
+    assert (edited.code, edited.out.strip()) == (0, "All 1 steps of [mine] are done: RESULT 1/1")
+    assert "Plan edited:\n  1. Step 1 of 1 [mine]" in edited.err
+    _waiting(capsys, "r")
+    rejected = invoke(capsys, "resume", "--thread-id", "r", "--reject", "too long")
+    assert rejected.code == 0 and "rejected" in rejected.out and "too long" in rejected.out
+    assert script.executor_steps(server.requests) == [1]
+
+
+def test_review_flag_without_a_waiting_plan_is_a_usage_error(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.stop()
+    assert invoke(capsys, "run", "Ship it", "--thread-id", "x", "--max-retries", "0").code == 3
+    outcome = invoke(capsys, "resume", "--thread-id", "x", "--approve")
+    assert outcome.code == 2
+    assert outcome.err == "replan: thread x has no plan waiting for approval\n"
+
+
+def test_approval_on_a_terminal_asks(
+    server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = iter(["maybe", "e", "Step 1 of 1 [typed]", "", ""])
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda: next(answers))
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--approve-plan")
+    assert (done.code, done.out.strip()) == (0, "All 1 steps of [typed] are done: RESULT 1/1")
+    assert "The plan waits for your approval:\n1. Step 1 of 2" in done.err
+    assert next(answers) == ""
+
+
+# --- exit codes ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_exit_codes_in_the_readme_and_the_help_are_the_code_s(tmp_path: Path) -> None:
+    section = README.read_text(encoding="utf-8").split("## Command line\n")[1].split("\n## ")[0]
+    documented = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
+    assert {int(code): meaning for code, meaning in documented.items()} == {
+        code.value: code.meaning for code in cli.ExitCode
+    }
+    shown = run_cli(None, tmp_path, "--help")
+    assert shown.code == 0
+    for code in cli.ExitCode:
+        assert re.search(rf"^  {code.value} +{re.escape(code.meaning)}$", shown.out, re.M)
+
+
+def test_task_list_round_trips_through_the_checkpoint_without_warnings(
+    server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def with_task(request: dict[str, Any]) -> Reply:
+        first_turn = request["messages"][-1]["role"] != "tool"
+        if script.classify(request).role == "executor" and first_turn:
+            return tool_call("TaskCreate", {"subject": "Write it", "description": "the report"})
+        return script.respond(request)
+
+    server.responder = with_task
+    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t").code == 0
+    shown = invoke(capsys, "show", "--thread-id", "t").out
+    assert "Tasks:\n  #1 [pending] Write it\n  #2 [pending] Write it" in shown
+    assert [r.getMessage() for r in caplog.records if "msgpack" in r.getMessage()] == []

@@ -1,1 +1,0 @@
-"""Helpers for the `replan` command-line tests."""

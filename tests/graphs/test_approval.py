@@ -1,0 +1,124 @@
+"""Human approval of the plan: approve, edit, reject, or a clear error for anything else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from replan.graphs.context import Context
+from replan.graphs.plan_execute import build_plan_execute_graph
+from tests.support.fake_models import FakeChatModel, Mode, both_modes, plan, respond, run, text
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "review"}}
+APPROVE = Context(approve_plan=True)
+
+
+def _paused(mode: Mode = "async") -> tuple[Any, FakeChatModel, dict[str, Any]]:
+    """A graph paused at the review, its model, and what the pause showed."""
+    model = FakeChatModel(
+        planner=[plan("draft", "publish")],
+        executor=[text("step done"), text("step done")],
+        replanner=[respond("finished")],
+    )
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    paused = run(graph, "Write a post", mode, config=CONFIG, context=APPROVE)
+    (pending,) = paused["__interrupt__"]
+    return graph, model, pending.value
+
+
+def _resume(graph: Any, answer: Any, mode: Mode = "async") -> dict[str, Any]:
+    return run(graph, Command(resume=answer), mode, config=CONFIG, context=APPROVE)
+
+
+def test_the_run_pauses_after_planning_and_shows_the_plan() -> None:
+    graph, model, shown = _paused()
+    assert shown["plan"] == ["draft", "publish"] and "approve" in shown["question"]
+    assert graph.get_state(CONFIG).next == ("review_plan",)
+    assert model.requests_of("executor") == []
+
+
+@both_modes
+@pytest.mark.parametrize("answer", ["approve", {"action": "approve"}])
+def test_approve_runs_the_plan_without_planning_again(answer: Any, mode: Mode) -> None:
+    graph, model, _ = _paused(mode)
+    result = _resume(graph, answer, mode)
+    assert result["response"] == "finished"
+    assert result["executed_steps"][0]["step"] == "draft"
+    assert len(model.requests_of("planner")) == 1
+
+
+@pytest.mark.parametrize(
+    "answer", [["outline", "edit"], {"action": "edit", "steps": ["outline", "edit"]}]
+)
+def test_edit_runs_the_edited_plan(answer: Any) -> None:
+    graph, model, _ = _paused()
+    result = _resume(graph, answer)
+    assert result["executed_steps"][0]["step"] == "outline"
+    assert model.requests_of("executor")[0].prompt.endswith("# Your step\noutline")
+
+
+@both_modes
+def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
+    graph, model, _ = _paused(mode)
+    result = _resume(graph, {"action": "reject", "reason": "too vague"}, mode)
+    assert "rejected" in result["response"] and "too vague" in result["response"]
+    assert model.requests_of("executor") == []
+    assert graph.get_state(CONFIG).next == ()
+
+
+ACCEPTED = (
+    'Answer "approve", "reject" (or {"action": "reject", "reason": "..."}), or the edited plan: '
+    'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
+    '"depends_on": [positions of earlier steps]}.'
+)
+
+
+@both_modes
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ("maybe", f'The answer "maybe" is not understood. {ACCEPTED}'),
+        ({"action": "maybe"}, f'The answer {{"action": "maybe"}} is not understood. {ACCEPTED}'),
+        (42, f"The answer 42 is not understood. {ACCEPTED}"),
+        (
+            {"action": "edit", "steps": []},
+            f"The edited plan [] cannot be used: it has no steps. {ACCEPTED}",
+        ),
+        (
+            ["draft", " "],
+            f'The edited plan ["draft", " "] cannot be used: step 2 is blank. {ACCEPTED}',
+        ),
+        (
+            [{"step": "draft", "depends_on": [2]}, "publish"],
+            'The edited plan [{"step": "draft", "depends_on": [2]}, "publish"] cannot be used: '
+            "step 1 depends on step 2, which comes after it (a step may only depend on steps "
+            f"listed before it). {ACCEPTED}",
+        ),
+        (
+            ["draft", 7],
+            f'The edited plan ["draft", 7] cannot be used: step 2 is not a text or a '
+            f'{{"step", "depends_on"}} object. {ACCEPTED}',
+        ),
+    ],
+)
+def test_an_unknown_answer_pauses_again_with_an_error_for_people(
+    answer: Any, error: str, mode: Mode
+) -> None:
+    graph, model, _ = _paused(mode)
+    again = _resume(graph, answer, mode)
+
+    (pending,) = again["__interrupt__"]
+    assert pending.value["error"] == error
+    assert pending.value["plan"] == ["draft", "publish"]
+    assert model.requests_of("executor") == []
+    assert _resume(graph, "approve", mode)["response"] == "finished"
+
+
+def test_without_approve_plan_there_is_no_pause() -> None:
+    model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    assert run(graph, "Go", config=CONFIG, context=Context())["response"] == "ok"

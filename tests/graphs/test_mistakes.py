@@ -1,0 +1,89 @@
+"""Planner and replanner mistakes: corrected and retried, then a clear error naming the node."""
+
+from __future__ import annotations
+
+import pytest
+
+from replan.graphs.errors import PlanExecuteError
+from replan.graphs.plan_execute import build_plan_execute_graph
+from tests.support.fake_models import (
+    FakeChatModel,
+    Mode,
+    both_modes,
+    call,
+    calls,
+    malformed,
+    plan,
+    respond,
+    run,
+    text,
+)
+
+MISTAKES = {
+    "no tool call": (text("Here is my plan: first..."), "no tool call"),
+    "unexpected tool call": (call("search", query="x"), "unexpected tool call `search`"),
+    "unparsable arguments": (malformed("plan", '{"steps": ["a",'), "not valid JSON"),
+    "wrong argument type": (call("plan", steps="do it all"), "do not parse"),
+    "empty plan": (plan(), "do not parse"),
+    "two calls": (calls(("plan", {"steps": ["a"]}), ("respond", {"response": "x"})), "exactly one"),
+}
+
+
+@both_modes
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_planner_retries_with_a_correction_then_succeeds(mistake: str, mode: Mode) -> None:
+    bad, problem = MISTAKES[mistake]
+    model = FakeChatModel(
+        planner=[bad, plan("the step")],
+        executor=[text("done")],
+        replanner=[respond("ok")],
+    )
+    result = run(build_plan_execute_graph(model), "Objective", mode)
+
+    assert result["response"] == "ok"
+    first, second = model.requests_of("planner")
+    assert problem in second.prompt and problem not in first.prompt
+    assert second.tool_choice == "plan"
+
+
+@pytest.mark.parametrize("mistake", ["no tool call", "unexpected tool call", "empty plan"])
+def test_replanner_retries_with_a_correction_then_succeeds(mistake: str) -> None:
+    bad, problem = MISTAKES[mistake]
+    model = FakeChatModel(
+        planner=[plan("the step")],
+        executor=[text("done")],
+        replanner=[bad, respond("ok")],
+    )
+    assert run(build_plan_execute_graph(model), "Objective")["response"] == "ok"
+    assert problem in model.requests_of("replanner")[1].prompt
+
+
+@both_modes
+def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply(mode: Mode) -> None:
+    model = FakeChatModel(planner=[text("I refuse to use tools")] * 3)
+    with pytest.raises(PlanExecuteError) as caught:
+        run(build_plan_execute_graph(model, mistake_retries=2), "Objective", mode)
+
+    assert len(model.requests_of("planner")) == 3
+    error = caught.value
+    assert error.node == "planner"
+    assert "no tool call" in str(error) and "I refuse to use tools" in str(error)
+
+
+def test_replanner_gives_up_after_the_retry_bound_naming_node_and_reply() -> None:
+    model = FakeChatModel(
+        planner=[plan("the step")],
+        executor=[text("done")],
+        replanner=[malformed("plan", "{not json")] * 2,
+    )
+    with pytest.raises(PlanExecuteError, match=r"^replanner: .*not valid JSON.*\{not json"):
+        run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    assert len(model.requests_of("replanner")) == 2
+
+
+def test_replanner_is_offered_plan_and_respond_and_must_pick_one() -> None:
+    model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
+    run(build_plan_execute_graph(model), "Objective")
+    (request,) = model.requests_of("replanner")
+    assert request.tools == ["plan", "respond"]
+    assert request.tool_choice == "any"

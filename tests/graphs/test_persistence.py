@@ -1,0 +1,81 @@
+"""How `open_checkpointer` reads a `--db` value: paths and `sqlite:` forms, server URLs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from replan.graphs.persistence import (
+    DatabaseUnavailableError,
+    database_exists,
+    display_target,
+    is_postgres_url,
+    open_checkpointer,
+    sqlite_path,
+)
+
+
+@pytest.mark.parametrize(
+    ("target", "path"),
+    [
+        ("runs.db", "runs.db"),
+        ("sqlite:runs.db", "runs.db"),
+        ("sqlite:///runs.db", "runs.db"),
+        ("sqlite:////srv/runs.db", "/srv/runs.db"),
+        ("sqlite:/srv/runs.db", "/srv/runs.db"),
+    ],
+)
+def test_sqlite_targets_name_a_file(target: str, path: str) -> None:
+    assert not is_postgres_url(target)
+    assert sqlite_path(target) == Path(path)
+
+
+@pytest.mark.parametrize("url", ["postgresql://h/db", "postgres://u@h:5432/db", "POSTGRESQL://h"])
+def test_postgres_urls_are_recognised_and_need_no_file(url: str) -> None:
+    assert is_postgres_url(url) and database_exists(url)
+
+
+def test_other_url_schemes_are_refused() -> None:
+    with pytest.raises(DatabaseUnavailableError, match="unsupported database URL scheme 'mysql'"):
+        sqlite_path("mysql://root@h/db")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@h:5/db", "postgresql://u:***@h:5/db"),
+        (
+            "postgresql://u:pw@h/db?password=pw&sslmode=require",
+            "postgresql://u:***@h/db?password=***&sslmode=require",
+        ),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("runs.db", "runs.db"),
+    ],
+)
+def test_passwords_are_masked_for_display(url: str, shown: str) -> None:
+    assert display_target(url) == shown
+
+
+def test_a_sqlite_url_opens_the_file_it_names(tmp_path: Path) -> None:
+    async def open_it() -> None:
+        async with open_checkpointer(f"sqlite:{tmp_path}/runs.db") as saver:
+            assert isinstance(saver, AsyncSqliteSaver)
+
+    asyncio.run(open_it())
+    assert (tmp_path / "runs.db").is_file() and database_exists(f"sqlite:///{tmp_path}/runs.db")
+
+
+def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
+    async def open_it() -> None:
+        async with open_checkpointer(tmp_path / "missing-folder" / "runs.db"):
+            pass
+
+    with pytest.raises(DatabaseUnavailableError) as caught:
+        asyncio.run(open_it())
+    assert str(caught.value) == (
+        f"cannot open the runs database {tmp_path}/missing-folder/runs.db: "
+        f"the folder {tmp_path}/missing-folder does not exist"
+    )

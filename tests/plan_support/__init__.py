@@ -1,1 +1,0 @@
-"""Helpers for the plan-document tests: backend factories and subprocess children."""

@@ -1,0 +1,245 @@
+"""The real `langgraph dev` server, driven with langgraph-sdk the way Studio drives it.
+
+One server per module, started offline on a copy of the repository with the SQLite
+checkpointer langgraph.json configures; the model is the scripted OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from replan.graphs.cli import main as replan
+from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
+from replan.testing import plan_script as script
+from tests.support.dev_server import REPO, dev_server
+from tests.support.readme import README, python_blocks
+
+pytestmark = pytest.mark.slow  # a real `langgraph dev` server
+
+GRAPH = "plan_execute"
+OBJECTIVE: dict[str, Any] = {"messages": [{"role": "user", "content": "Ship it in 2 steps"}]}
+STEPS = ["Step 1 of 2 [ship it in 2 steps]", "Step 2 of 2 [ship it in 2 steps]"]
+ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
+TASK = {"subject": "Announce the release", "description": "Write to the mailing list."}
+
+
+def respond_with_a_task(request: dict[str, Any]) -> Reply:
+    """The scripted plan–execute model, whose executor creates a task before step 1's result."""
+    call = script.classify(request)
+    used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
+    if call.role == "executor" and call.step == 1 and not used_a_tool:
+        return tool_call("TaskCreate", TASK)
+    return script.respond(request)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A running dev server: its URL, an SDK client, and the SQLite file of its checkpoints."""
+
+    url: str
+    client: SyncLangGraphClient
+    db: Path
+    model: ScriptedOpenAIServer
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A dev server whose model is the scripted one."""
+    tmp = tmp_path_factory.mktemp("dev-server")
+    db = tmp / "dev.sqlite"
+    with ScriptedOpenAIServer(respond_with_a_task) as model:
+        env = {
+            "OPENAI_API_KEY": "test",
+            "OPENAI_BASE_URL": model.base_url,
+            "REPLAN_DEV_DB": str(db),
+        }
+        with dev_server(tmp, env) as url:
+            yield Served(url, get_sync_client(url=url), db, model)
+
+
+@pytest.fixture
+def client(served: Served) -> SyncLangGraphClient:
+    return served.client
+
+
+def assistant_id(client: SyncLangGraphClient) -> str:
+    (assistant,) = client.assistants.search(graph_id=GRAPH)
+    return str(assistant["assistant_id"])
+
+
+def new_thread(client: SyncLangGraphClient) -> str:
+    return str(client.threads.create()["thread_id"])
+
+
+def test_every_graph_in_langgraph_json_is_served(client: SyncLangGraphClient) -> None:
+    registered = json.loads((REPO / "langgraph.json").read_text())["graphs"]
+    served = {a["graph_id"] for a in client.assistants.search()}
+    assert GRAPH in registered and served == set(registered)
+
+
+@pytest.mark.parametrize("xray", [False, True])
+def test_studio_graph_has_the_nodes_and_conditional_edges(
+    client: SyncLangGraphClient, xray: bool
+) -> None:
+    drawn = client.assistants.get_graph(assistant_id(client), xray=xray)
+    nodes = {node["id"] for node in drawn["nodes"]}
+    assert {"planner", "review_plan", "executor", "replanner"} <= nodes
+    edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
+    assert ("executor", "replanner", False) in edges
+    assert {("replanner", "executor", True), ("replanner", "__end__", True)} <= edges
+    assert {("planner", "executor", True), ("planner", "review_plan", True)} <= edges
+
+
+def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
+    schema = client.assistants.get_schemas(assistant_id(client))["context_schema"]
+    assert schema is not None
+    assert {"model", "base_url", "approve_plan"} <= set(schema["properties"])
+    assert {"max_concurrency", "replan"} <= set(schema["properties"])
+
+
+def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -> None:
+    client = served.client
+    thread = new_thread(client)
+    parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
+    order = [node for part in parts if part.event == "updates" for node in part.data]
+    assert order == ["planner", "executor", "replanner", "executor", "replanner"]
+
+    state = client.threads.get_state(thread)
+    values = state["values"]
+    assert isinstance(values, dict)
+    assert values["response"] == ANSWER and values["plan"] == []
+    assert [done["step"] for done in values["executed_steps"]] == STEPS
+    (task,) = values["tasks_context"]["tasks"]
+    assert task["subject"] == TASK["subject"] and task["status"] == "pending"
+    assert state["next"] == [] and client.threads.get(thread)["status"] == "idle"
+
+    with sqlite3.connect(served.db) as conn:  # the checkpoints went to the configured SQLite file
+        stored = conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,))
+        assert stored.fetchone()[0] > 0
+
+
+def test_the_cli_reads_runs_of_the_dev_server(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    thread = _paused(served.client)
+    assert replan(["show", "--db", str(served.db), "--thread-id", thread]) == 0
+    shown = capsys.readouterr().out
+    assert "Status: waiting for approval" in shown and f"1. {STEPS[0]}" in shown
+
+
+def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Served) -> None:
+    client = served.client
+    thread = new_thread(client)
+    served.model.quirks = LLAMA_CPP_PYTHON  # refuses tool_choice "required"
+    try:
+        parts = client.runs.stream(
+            thread,
+            assistant_id(client),
+            input=OBJECTIVE,
+            context={"max_retries": 0},
+            stream_mode=["custom", "updates"],
+        )
+        custom = [part.data for part in parts if part.event == "custom"]
+    finally:
+        served.model.quirks = Quirks()
+    fallback = {
+        "refused": "tool_required",
+        "asked": "tool_choice 'required'",
+        "status": 500,
+        "fallback": "tool_named",
+    }
+    assert custom == [{"decision_mode": fallback}]
+    values = client.threads.get_state(thread)["values"]
+    assert isinstance(values, dict) and values["response"] == ANSWER
+    assert values["decision_mode"] == {"mode": "tool_named", "fallbacks": [fallback]}
+
+
+def _paused(client: SyncLangGraphClient) -> str:
+    """A thread whose run waits for plan approval (the SDK passes the graph's Context)."""
+    thread = new_thread(client)
+    paused = client.runs.wait(
+        thread, assistant_id(client), input=OBJECTIVE, context={"approve_plan": True}
+    )
+    assert isinstance(paused, dict)
+    (pending,) = paused["__interrupt__"]
+    assert pending["value"]["plan"] == STEPS and "approve" in pending["value"]["question"]
+    assert paused["executed_steps"] == []
+    assert client.threads.get(thread)["status"] == "interrupted"
+    assert client.threads.get_state(thread)["next"] == ["review_plan"]
+    return thread
+
+
+def _resume(client: SyncLangGraphClient, thread: str, answer: Any) -> dict[str, Any]:
+    result = client.runs.wait(thread, assistant_id(client), command={"resume": answer})
+    assert isinstance(result, dict) and "__interrupt__" not in result
+    return result
+
+
+def test_approving_the_plan_runs_it(client: SyncLangGraphClient) -> None:
+    result = _resume(client, _paused(client), "approve")
+    assert result["response"] == ANSWER
+    assert [done["step"] for done in result["executed_steps"]] == STEPS
+
+
+def test_edited_steps_run_instead(client: SyncLangGraphClient) -> None:
+    edited = ["Step 1 of 1 [announce it]"]
+    result = _resume(client, _paused(client), {"action": "edit", "steps": edited})
+    assert [done["step"] for done in result["executed_steps"]] == edited
+    assert result["response"] == "All 1 steps of [announce it] are done: RESULT 1/1"
+
+
+def test_edited_steps_with_dependencies_run_side_by_side(client: SyncLangGraphClient) -> None:
+    edited = [
+        {"step": "Step 1 of 3 [side by side]", "depends_on": []},
+        {"step": "Step 2 of 3 [side by side]", "depends_on": []},
+        {"step": "Step 3 of 3 [side by side]", "depends_on": [1, 2]},
+    ]
+    thread = _paused(client)
+    result = _resume(client, thread, {"action": "edit", "steps": edited})
+    assert result["response"].startswith("All 3 steps of [side by side] are done")
+    assert [done["step"] for done in result["executed_steps"]] == [e["step"] for e in edited]
+    history = client.threads.get_history(thread, limit=100)
+    waves = [[t["name"] for t in h["tasks"]] for h in history if h["tasks"]]
+    assert ["executor", "executor"] in waves  # steps 1 and 2 in one super-step
+
+
+def test_rejecting_the_plan_ends_the_run_saying_so(client: SyncLangGraphClient) -> None:
+    thread = _paused(client)
+    result = _resume(client, thread, {"action": "reject", "reason": "too risky"})
+    assert "rejected" in result["response"] and "too risky" in result["response"]
+    assert result["executed_steps"] == []
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None:
+    """Starting needs no key; a run then fails with ModelUnavailableError, not at startup, and
+    the SDK client sees why."""
+    with dev_server(tmp_path, {}) as url:
+        client = get_sync_client(url=url)
+        thread = new_thread(client)
+        failed = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE, raise_error=False)
+        assert isinstance(failed, dict)
+        assert failed["__error__"]["error"] == "ModelUnavailableError"
+        assert failed["__error__"]["message"].startswith("OPENAI_API_KEY is not set: export it")
+        assert client.threads.get(thread)["status"] == "error"
+    assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
+
+
+def test_the_readme_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    (code,) = python_blocks("LangGraph dev server and Studio")
+    code = code.replace("http://127.0.0.1:2024", served.url)
+    exec(compile(code, f"{README}:sdk", "exec", dont_inherit=True), {"__name__": "readme_sdk"})
+    lines = capsys.readouterr().out.splitlines()
+    topic = "compare three python task queues"
+    answer = f"All 3 steps of [{topic}] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
+    assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
+    assert lines[-3:] == [answer, str([script.step_text(i, 3, topic) for i in (1, 2, 3)]), answer]

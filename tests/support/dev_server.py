@@ -1,0 +1,115 @@
+"""Start the real `langgraph dev` server on a copy of the repository, offline, for tests.
+
+`dev_server(tmp, env)` copies the working tree (as a fresh clone would have it) into `tmp`,
+starts `langgraph dev --no-browser --no-reload` there on a free 127.0.0.1 port in its own
+process group, waits for `/ok`, yields the base URL, and kills the whole group on exit, also
+when the test failed. Everything that would phone home is switched off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LANGGRAPH = str(Path(sys.executable).with_name("langgraph"))
+STARTUP_TIMEOUT = 60.0
+OFFLINE_ENV = {
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+}
+"""No LangSmith tracing, no CLI analytics beacon, no PyPI version check."""
+
+
+def _gitignored_names() -> list[str]:
+    """The name patterns of the repository's .gitignore (a fresh clone has none of those)."""
+    lines = (REPO / ".gitignore").read_text().splitlines()
+    return [line.strip().rstrip("/") for line in lines if line.strip()[:1] not in ("", "#", "!")]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def copy_repo(target: Path) -> Path:
+    """Copy the working tree without .git and what .gitignore names (venvs, caches, databases)."""
+    ignore = shutil.ignore_patterns(".git", *_gitignored_names())
+    return Path(shutil.copytree(REPO, target, ignore=ignore))
+
+
+def server_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """This environment without API keys or LangSmith settings, offline, plus `extra`."""
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "LANGSMITH_", "REPLAN_"))
+    }
+    return {**kept, **OFFLINE_ENV, **extra}
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"langgraph dev exited with {process.returncode}:\n{log.read_text()}"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.1)
+    raise RuntimeError(f"langgraph dev not ready after {STARTUP_TIMEOUT}s:\n{log.read_text()}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill the server's process group (uvicorn and any worker it started)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
+
+
+@contextmanager
+def dev_server(tmp: Path, env: Mapping[str, str]) -> Iterator[str]:
+    """Serve a copy of the repo made in `tmp` with `langgraph dev`; yields its base URL.
+
+    The server's output goes to `tmp/server.log` (shown when it fails to start).
+    """
+    cwd = copy_repo(tmp / "repo")
+    port = free_port()
+    log = tmp / "server.log"
+    command = [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, "--port", str(port)],
+            cwd=cwd,
+            env=server_env(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_ready(url, process, log)
+        yield url
+    finally:
+        _stop(process)
