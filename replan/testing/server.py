@@ -29,24 +29,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = [
-    "BROKEN_REPLIES",
-    "LLAMA_CPP",
-    "LLAMA_CPP_PYTHON",
-    "OLLAMA",
-    "Reply",
-    "Quirks",
-    "Responder",
-    "ScriptedOpenAIServer",
-    "http_error",
-    "raw",
-    "reported_usage",
-    "text",
-    "tokens",
-    "tool_call",
-    "tool_calls",
-]
-
 MODEL_ID = "scripted-model"
 
 
