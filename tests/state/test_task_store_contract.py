@@ -171,7 +171,7 @@ def test_four_processes_with_200_random_calls_each_keep_every_invariant(
     # The calls did meet: some were refused (cycles, unknown IDs) and some edges were made.
     assert any(not call["ok"] for call in calls if call["tool"] == "TaskUpdate")
     if isinstance(new_store(), FileTaskStore):
-        from tests.test_task_store import folder_context
+        from tests.state.test_task_store import folder_context
 
         assert folder_context(Path(where)) == context
 
