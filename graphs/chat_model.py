@@ -37,6 +37,7 @@ from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.node_driver import Call, Steps
 from replan.graphs.text_calls import TEXT_CALLS_EVENT, OfferedTools, recover_text_calls
+from replan.state.usage import OPENAI_HOST
 
 REPLY_PREVIEW_CHARS = 200
 RETRY_BACKOFF = ExponentialJitterParams(max=8.0, jitter=0.5)
@@ -149,9 +150,6 @@ def _async_http_client() -> openai.DefaultAsyncHttpxClient | None:
             event_hooks={"response": [_acheck_reply]}
         )
     return client
-
-
-OPENAI_HOST = "api.openai.com"
 
 
 def reply_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
