@@ -14,7 +14,7 @@ import pytest
 from replan.testing import Reply, ScriptedOpenAIServer, http_error, tool_call
 from replan.testing import plan_script as script
 from tests.support.cli_harness import Outcome, run_cli
-from tests.support.readme import README
+from tests.support.readme import doc, section_text
 
 pytestmark = pytest.mark.slow  # real processes
 
@@ -34,8 +34,9 @@ def _document(outcome: Outcome) -> Any:
     return json.loads(outcome.out)
 
 
-def _readme_example() -> dict[str, Any]:
-    section = README.read_text(encoding="utf-8").split("## Command line\n")[1].split("\n## ")[0]
+def _documented_example() -> dict[str, Any]:
+    """The `--json` example of docs/cli.md."""
+    section = section_text("JSON output", doc("cli.md"))
     (block,) = re.findall(r"^```json\n(.*?)^```", section, re.M | re.S)
     example: dict[str, Any] = json.loads(block)
     return example
@@ -46,7 +47,7 @@ def test_run_and_show_print_one_json_document(tmp_path: Path) -> None:
         done = run_cli(server, tmp_path, "run", "Ship it in 2 steps", "--thread-id", "j", "--json")
     assert done.code == 0, done.err
     run = _document(done)
-    assert run.keys() == _readme_example().keys()
+    assert run.keys() == _documented_example().keys()
     assert {key: run[key] for key in ("thread_id", "status", "stop_reason", "nodes")} == {
         "thread_id": "j",
         "status": "finished",

@@ -1,5 +1,5 @@
 """`replan run/resume/show/threads`: progress, answers, statuses, plan approval, settings that
-a run keeps, and the exit codes (code, help and README from one source)."""
+a run keeps, and the exit codes (code, help and docs/cli.md from one source)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from replan.graphs.cli import output as cli
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.cli_harness import cli_env, finish, invoke, run_cli, start_cli
-from tests.support.readme import README
+from tests.support.readme import doc, section_text
 
 ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
 
@@ -243,8 +243,8 @@ def test_approval_on_a_terminal_asks(
 
 
 @pytest.mark.slow
-def test_exit_codes_in_the_readme_and_the_help_are_the_code_s(tmp_path: Path) -> None:
-    section = README.read_text(encoding="utf-8").split("## Command line\n")[1].split("\n## ")[0]
+def test_exit_codes_in_the_docs_and_the_help_are_the_code_s(tmp_path: Path) -> None:
+    section = section_text("Exit codes and errors", doc("cli.md"))
     documented = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
     assert {int(code): meaning for code, meaning in documented.items()} == {
         code.value: code.meaning for code in cli.ExitCode

@@ -21,7 +21,7 @@ from replan.graphs.cli import main as replan
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.dev_server import REPO, dev_server
-from tests.support.readme import README, python_blocks
+from tests.support.readme import doc, python_blocks
 
 pytestmark = pytest.mark.slow  # a real `langgraph dev` server
 
@@ -234,10 +234,11 @@ def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None
     assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
 
 
-def test_the_readme_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
-    (code,) = python_blocks("LangGraph dev server and Studio")
+def test_the_docs_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture[str]) -> None:
+    graph_doc = doc("graph.md")
+    (code,) = python_blocks("LangGraph dev server and Studio", graph_doc)
     code = code.replace("http://127.0.0.1:2024", served.url)
-    exec(compile(code, f"{README}:sdk", "exec", dont_inherit=True), {"__name__": "readme_sdk"})
+    exec(compile(code, f"{graph_doc}:sdk", "exec", dont_inherit=True), {"__name__": "readme_sdk"})
     lines = capsys.readouterr().out.splitlines()
     topic = "compare three python task queues"
     answer = f"All 3 steps of [{topic}] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"

@@ -1,4 +1,4 @@
-"""The README's task-tools examples run as written, against the scripted OpenAI server."""
+"""docs/task-tools.md's examples run as written, against the scripted OpenAI server."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from replan.testing import ScriptedOpenAIServer, text, tool_call, tool_calls
-from tests.support.readme import README, python_blocks
+from tests.support.readme import doc, python_blocks, section_text
+
+TASK_TOOLS = doc("task-tools.md")
 
 
-def test_the_readme_agent_plans_with_parallel_task_calls(
+def test_the_doc_s_agent_plans_with_parallel_task_calls(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    agent_example, _, _ = python_blocks("Task tools")
+    (agent_example,) = python_blocks("The tools in your own graph", TASK_TOOLS)
     creates = [
         ("TaskCreate", {"subject": subject, "description": "release step"})
         for subject in ("Run the test suite", "Write the changelog", "Tag the release")
@@ -23,7 +25,7 @@ def test_the_readme_agent_plans_with_parallel_task_calls(
         server.push(tool_calls(creates), text("The release is planned."))
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
-        exec(compile(agent_example, f"{README}:task-tools", "exec"), {"__name__": "readme"})
+        exec(compile(agent_example, f"{TASK_TOOLS}:task-tools", "exec"), {"__name__": "readme"})
         requests = server.requests
     assert capsys.readouterr().out.splitlines() == [
         "#1 [pending] Collect the changes",
@@ -42,20 +44,20 @@ def test_the_readme_agent_plans_with_parallel_task_calls(
     ]
 
 
-def test_the_readme_shared_store_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, store_example, _ = python_blocks("Task tools")
+def test_the_doc_s_shared_store_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store_example, _ = python_blocks("Shared task stores", TASK_TOOLS)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
-    exec(compile(store_example, f"{README}:task-store", "exec"), namespace)
+    exec(compile(store_example, f"{TASK_TOOLS}:task-store", "exec"), namespace)
     create = namespace["shared_tools"][0]  # type: ignore[index]
     assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
     assert (tmp_path / "team-tasks" / "1.json").exists()
 
 
-def test_the_readme_create_agent_example_shows_the_list_in_state_and_prompt(
+def test_the_doc_s_create_agent_example_shows_the_list_in_state_and_prompt(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (example,) = python_blocks("Task tools in LangChain agents")
+    (example,) = python_blocks("In LangChain agents: TaskToolsMiddleware", TASK_TOOLS)
     creates = [
         ("TaskCreate", {"subject": subject, "description": "release step"})
         for subject in ("Run the test suite", "Write the changelog", "Tag the release")
@@ -68,7 +70,7 @@ def test_the_readme_create_agent_example_shows_the_list_in_state_and_prompt(
         )
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
-        exec(compile(example, f"{README}:create-agent", "exec"), {"__name__": "readme"})
+        exec(compile(example, f"{TASK_TOOLS}:create-agent", "exec"), {"__name__": "readme"})
         requests = server.requests
     listing = [
         "#1 [in_progress] Run the test suite",
@@ -90,8 +92,8 @@ def test_the_readme_create_agent_example_shows_the_list_in_state_and_prompt(
 
 
 def test_every_test_the_comparison_table_names_exists() -> None:
-    section = README.read_text(encoding="utf-8").split("## Task tools in LangChain agents")[1]
-    named = set(re.findall(r"`(test_\w+)`", section.split("\n## ")[0]))
+    section = section_text("In LangChain agents: TaskToolsMiddleware", TASK_TOOLS)
+    named = set(re.findall(r"`(test_\w+)`", section))
     source = (Path(__file__).parents[1] / "tools" / "test_task_middleware.py").read_text(
         encoding="utf-8"
     )
@@ -99,13 +101,13 @@ def test_every_test_the_comparison_table_names_exists() -> None:
     assert len(named) == 10 and named <= defined
 
 
-def test_the_readme_postgres_store_example(postgres_url: str) -> None:
-    _, _, postgres_example = python_blocks("Task tools")
+def test_the_doc_s_postgres_store_example(postgres_url: str) -> None:
+    _, postgres_example = python_blocks("Shared task stores", TASK_TOOLS)
     example_url = "postgresql://agents@db.internal/replan"
     assert example_url in postgres_example
     namespace: dict[str, object] = {"__name__": "readme"}
     code = postgres_example.replace(example_url, postgres_url)
-    exec(compile(code, f"{README}:task-store-postgres", "exec"), namespace)
+    exec(compile(code, f"{TASK_TOOLS}:task-store-postgres", "exec"), namespace)
     create = namespace["shared_tools"][0]  # type: ignore[index]
     assert create.invoke({"subject": "Shared", "description": ""}).startswith("Task #1")
     store = namespace["store"]
