@@ -198,6 +198,10 @@ class AegraServer:
         """The end of the server's log (for failure messages)."""
         return self.log.read_text(errors="replace")[-5000:]
 
+    def log_count(self, text: str) -> int:
+        """How many lines of the server's log contain `text`."""
+        return sum(text in line for line in self.log.read_text(errors="replace").splitlines())
+
     def kill(self) -> None:
         """SIGKILL the whole process group (the CLI and its uvicorn) and wait for it."""
         try:
