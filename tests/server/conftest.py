@@ -1,5 +1,5 @@
 """Fixtures for the Aegra tests: its environment, PostgreSQL and Redis, the scripted model, and
-one server shared by the module's tests.
+one server shared by the module's tests (`aegra_served`).
 
 Without a Python 3.12, a PostgreSQL or a Redis server these tests are skipped with the reason;
 with `REPLAN_REQUIRE_AEGRA=1` (set by `.ci/run`) they fail instead.
@@ -18,9 +18,9 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests import pg_support, plan_execute_script
-from tests.scripted_openai import ScriptedOpenAIServer
-from tests.server import aegra
+from replan.testing import ScriptedOpenAIServer, aegra, plan_script
+from tests.support import aegra_server as here
+from tests.support import pg_support
 
 SHARED_LIST = "served-test"
 """The task list `plan_execute_shared` uses in these tests."""
@@ -28,8 +28,8 @@ SHARED_LIST = "served-test"
 
 def unavailable(problem: str) -> NoReturn:
     """Skip the test saying how to enable it, or fail it when REPLAN_REQUIRE_AEGRA=1."""
-    if os.environ.get(aegra.REQUIRE_ENV) == "1":
-        pytest.fail(f"{aegra.REQUIRE_ENV}=1 but {problem}")
+    if os.environ.get(here.REQUIRE_ENV) == "1":
+        pytest.fail(f"{here.REQUIRE_ENV}=1 but {problem}")
     pytest.skip(f"{problem}: the Aegra tests need Python 3.12+, PostgreSQL and Redis")
 
 
@@ -39,19 +39,19 @@ def aegra_command() -> Path:
     python = aegra.find_python()
     if python is None:
         unavailable(f"no Python 3.12 or later found (set {aegra.PYTHON_ENV})")
-    return aegra.ensure_venv(python)
+    return aegra.ensure_venv(python, here.VENV, here.REPO)
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> str:
-    """The URL of the test PostgreSQL server's test database (tests/pg_support.py)."""
+    """The URL of the test PostgreSQL server's test database (tests/support/pg_support.py)."""
     return pg_support.database_url()
 
 
 @pytest.fixture(scope="session")
 def redis() -> str:
     """The URL of a Redis server that answers."""
-    url = aegra.redis_url()
+    url = here.redis_url()
     if problem := aegra.redis_problem(url):
         unavailable(problem)
     return url
@@ -60,8 +60,8 @@ def redis() -> str:
 @pytest.fixture(scope="session")
 def model() -> Iterator[ScriptedOpenAIServer]:
     """The scripted model every server of the session talks to; a test may swap its
-    `responder` (and must put `plan_execute_script.respond` back)."""
-    with ScriptedOpenAIServer(plan_execute_script.respond) as scripted:
+    `responder` (and must put `plan_script.respond` back)."""
+    with ScriptedOpenAIServer(plan_script.respond) as scripted:
         yield scripted
 
 
@@ -76,7 +76,7 @@ class Cluster:
 
     def server(self, name: str) -> AbstractContextManager[aegra.AegraServer]:
         """Start one more server of the group; killed on exit."""
-        return aegra.aegra_server(self.command, self.env, self.folder / f"{name}.log")
+        return here.server(self.command, self.env, self.folder / f"{name}.log")
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def cluster(
 def cluster_env(database_url: str, redis: str, model: ScriptedOpenAIServer) -> dict[str, str]:
     """The environment of a group of test servers on `database_url`."""
     extra = {
-        **aegra.TEST_LEASES,
+        **here.TEST_LEASES,
         "OPENAI_API_KEY": "test",
         "OPENAI_BASE_URL": model.base_url,
         "REPLAN_TASK_LIST": SHARED_LIST,
@@ -107,15 +107,16 @@ def cluster_env(database_url: str, redis: str, model: ScriptedOpenAIServer) -> d
 
 @dataclass(frozen=True)
 class Served:
-    """The module's server: its SDK client and database, and the scripted model."""
+    """The module's server: its URL, SDK client and database, and the scripted model."""
 
+    url: str
     client: SyncLangGraphClient
     database_url: str
     model: ScriptedOpenAIServer
 
 
 @pytest.fixture(scope="module")
-def served(
+def aegra_served(
     aegra_command: Path,
     postgres_server: str,
     redis: str,
@@ -126,5 +127,5 @@ def served(
     folder = tmp_path_factory.mktemp("aegra")
     with aegra.aegra_database(postgres_server) as database_url:
         env = cluster_env(database_url, redis, model)
-        with aegra.aegra_server(aegra_command, env, folder / "server.log") as server:
-            yield Served(get_sync_client(url=server.url), database_url, model)
+        with here.server(aegra_command, env, folder / "server.log") as server:
+            yield Served(server.url, get_sync_client(url=server.url), database_url, model)

@@ -14,12 +14,14 @@ from langgraph_sdk import get_sync_client
 
 from replan.graphs.cli import main as replan
 from replan.state.task_store_postgres import PostgresTaskStore
-from tests import plan_execute_script as script
-from tests.dev_server import free_port
-from tests.scripted_openai import Reply, Responder, ScriptedOpenAIServer, tool_call
-from tests.server.aegra import finish_all, start_runs_at_once
+from replan.testing import Reply, Responder, ScriptedOpenAIServer, tool_call
+from replan.testing import plan_script as script
+from replan.testing.aegra import finish_all, free_port, start_runs_at_once
+from replan.testing.requests import prompt_text
 from tests.server.conftest import SHARED_LIST, Cluster, Served
-from tests.test_server import TASK, respond_with_a_task
+from tests.server.test_langgraph_dev import TASK, respond_with_a_task
+from tests.support.aegra_server import REPO
+from tests.support.readme import python_blocks
 
 pytestmark = pytest.mark.slow  # real Aegra servers
 
@@ -29,6 +31,7 @@ TOPIC = "ship it in 2 steps"
 STEPS = [script.step_text(i, 2, TOPIC) for i in (1, 2)]
 ANSWER = f"All 2 steps of [{TOPIC}] are done: RESULT 1/2, RESULT 2/2"
 HOLD_SECONDS = 60.0
+SERVING = REPO / "docs" / "serving.md"
 FINISHED_BY_A_WORKER = "Worker finished run"
 """What Aegra logs when one of its workers has finished a run."""
 
@@ -47,10 +50,10 @@ def responding(model: ScriptedOpenAIServer, responder: Responder) -> Iterator[No
         model.responder = script.respond
 
 
-def test_a_run_streams_its_updates_and_its_task_list_comes_back(served: Served) -> None:
-    client = served.client
+def test_a_run_streams_its_updates_and_its_task_list_comes_back(aegra_served: Served) -> None:
+    client = aegra_served.client
     thread = client.threads.create()["thread_id"]
-    with responding(served.model, respond_with_a_task):
+    with responding(aegra_served.model, respond_with_a_task):
         parts = client.runs.stream(thread, GRAPH, input=objective(), stream_mode="updates")
         order = [node for part in parts if part.event == "updates" for node in part.data]
     assert order == ["planner", "executor", "replanner", "executor", "replanner"]
@@ -60,9 +63,9 @@ def test_a_run_streams_its_updates_and_its_task_list_comes_back(served: Served) 
     assert task["subject"] == TASK["subject"]
 
 
-def _paused(served: Served) -> str:
+def _paused(aegra_served: Served) -> str:
     """A thread whose run waits for plan approval."""
-    client = served.client
+    client = aegra_served.client
     thread = client.threads.create()["thread_id"]
     paused = client.runs.wait(thread, GRAPH, input=objective(), context={"approve_plan": True})
     assert isinstance(paused, dict)
@@ -72,15 +75,15 @@ def _paused(served: Served) -> str:
     return str(thread)
 
 
-def test_an_approved_plan_runs_after_command_resume(served: Served) -> None:
-    thread = _paused(served)
-    done = served.client.runs.wait(thread, GRAPH, command={"resume": "approve"})
+def test_an_approved_plan_runs_after_command_resume(aegra_served: Served) -> None:
+    thread = _paused(aegra_served)
+    done = aegra_served.client.runs.wait(thread, GRAPH, command={"resume": "approve"})
     assert isinstance(done, dict) and done["response"] == ANSWER
     assert [step["step"] for step in done["executed_steps"]] == STEPS
 
 
-def test_a_run_without_a_model_server_fails_saying_so(served: Served) -> None:
-    client = served.client
+def test_a_run_without_a_model_server_fails_saying_so(aegra_served: Served) -> None:
+    client = aegra_served.client
     thread = client.threads.create()["thread_id"]
     nowhere = {"base_url": f"http://127.0.0.1:{free_port()}/v1", "max_retries": 0}
     failed = client.runs.wait(thread, GRAPH, input=objective(), context=nowhere, raise_error=False)
@@ -92,18 +95,18 @@ def test_a_run_without_a_model_server_fails_saying_so(served: Served) -> None:
 
 
 def test_the_cli_lists_and_shows_the_runs_aegra_served(
-    served: Served, capsys: pytest.CaptureFixture[str]
+    aegra_served: Served, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    finished = served.client.threads.create()["thread_id"]
-    served.client.runs.wait(finished, GRAPH, input=objective())
-    waiting = _paused(served)
+    finished = aegra_served.client.threads.create()["thread_id"]
+    aegra_served.client.runs.wait(finished, GRAPH, input=objective())
+    waiting = _paused(aegra_served)
     capsys.readouterr()
 
-    assert replan(["threads", "--db", served.database_url, "--json"]) == 0
+    assert replan(["threads", "--db", aegra_served.database_url, "--json"]) == 0
     listed = {run["thread_id"]: run["status"] for run in json.loads(capsys.readouterr().out)}
     assert listed[finished] == "finished" and listed[waiting] == "waiting_for_approval"
 
-    assert replan(["show", "--db", served.database_url, "--thread-id", waiting]) == 0
+    assert replan(["show", "--db", aegra_served.database_url, "--thread-id", waiting]) == 0
     shown = capsys.readouterr().out
     assert "Status: waiting for approval" in shown and f"1. {STEPS[0]}" in shown
 
@@ -179,21 +182,33 @@ class TaskPerRun:
         call = script.classify(request)
         used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
         if call.role == "executor" and call.step == 1 and not used_a_tool:
-            topic = script.prompt_text(request).split("Step 1 of 1 [")[1].split("]")[0]
+            topic = prompt_text(request).split("Step 1 of 1 [")[1].split("]")[0]
             self.together.wait()
             return tool_call("TaskCreate", {"subject": f"Report on {topic}", "description": "."})
         return script.respond(request)
 
 
-def test_runs_of_the_shared_graph_write_one_task_list(served: Served) -> None:
+def test_runs_of_the_shared_graph_write_one_task_list(aegra_served: Served) -> None:
     topics = ["alpha in 1 steps", "beta in 1 steps"]
-    with responding(served.model, TaskPerRun(len(topics))):
-        runs = finish_all(start_runs_at_once([served.client], topics, SHARED_GRAPH))
+    with responding(aegra_served.model, TaskPerRun(len(topics))):
+        runs = finish_all(start_runs_at_once([aegra_served.client], topics, SHARED_GRAPH))
     assert [run["status"] for run in runs] == ["success", "success"]
-    with PostgresTaskStore(served.database_url, list_name=SHARED_LIST) as store:
+    with PostgresTaskStore(aegra_served.database_url, list_name=SHARED_LIST) as store:
         tasks = store.read().tasks
     assert sorted(task.subject for task in tasks) == [
         "Report on alpha in 1 steps",
         "Report on beta in 1 steps",
     ]
     assert sorted(task.id for task in tasks) == ["1", "2"]  # unique IDs across the two runs
+
+
+def test_the_docs_sdk_example_runs(
+    aegra_served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (code,) = python_blocks("Serving many users", SERVING)
+    code = code.replace("http://127.0.0.1:2026", aegra_served.url)
+    exec(compile(code, f"{SERVING}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:-2]] == ["metadata", *["updates"] * 5]
+    assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
+    assert lines[-2:] == [str(STEPS), ANSWER]

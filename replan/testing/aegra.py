@@ -1,16 +1,18 @@
-"""Aegra for the tests and the benchmark: its Python 3.12 environment, a database of its own,
-and server processes on 127.0.0.1.
+"""Aegra servers for tests and benchmarks of served graphs, on 127.0.0.1.
 
 - `find_python()`: a Python 3.12 or later (`$REPLAN_AEGRA_PYTHON`, `python3.12`/`python3.13`
-  on the PATH, or a pyenv installation); Aegra 0.11 needs it, replan's own venv may be older.
-- `ensure_venv(python)`: `.venv-aegra/` in the repository (git-ignored) with
-  `pip install -e '.[server]'`, made once and again only when pyproject.toml changes.
+  on the PATH, or a pyenv installation); Aegra 0.11 needs it, the caller's Python may be older.
+- `ensure_venv(python, venv, project)`: a virtual environment with `project[server]` installed
+  (editable), made once and again only when the project's pyproject.toml changes.
 - `aegra_database(server_url)`: a new PostgreSQL database, dropped on exit.
-- `aegra_server(...)`: `aegra serve` (the repository's aegra.json) in its own process group,
-  ready when `/health` answers; SIGKILLed (the whole group) on exit or by `kill()`.
+- `aegra_server(aegra, config, env, log)`: `aegra serve` in its own process group, ready when
+  `/health` answers; SIGKILLed (the whole group) on exit or by `kill()`.
+- `start_runs_at_once` / `finish_all`: many runs through langgraph-sdk clients.
 
 Each group of servers gets its own Redis queue and channel prefix (`redis_names`), so
-concurrent test sessions on one Redis never take each other's runs.
+concurrent sessions on one Redis never take each other's runs. Only the standard library is
+imported at module level (psycopg and langgraph-sdk on use), so any Python can run
+`python -m replan.testing.aegra --venv DIR PROJECT` to prepare an environment ahead.
 """
 
 from __future__ import annotations
@@ -32,27 +34,17 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from langgraph_sdk.client import SyncLangGraphClient
-from langgraph_sdk.schema import Run
+if TYPE_CHECKING:
+    from langgraph_sdk.client import SyncLangGraphClient
+    from langgraph_sdk.schema import Run
 
-REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".venv-aegra"
-CONFIG = REPO / "aegra.json"
 PYTHON_ENV = "REPLAN_AEGRA_PYTHON"
-REQUIRE_ENV = "REPLAN_REQUIRE_AEGRA"
-REDIS_ENV = "REPLAN_TEST_REDIS_URL"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 MINIMUM_PYTHON = (3, 12)
 STARTUP_TIMEOUT = 90.0
-TEST_LEASES = {
-    "LEASE_DURATION_SECONDS": "5",
-    "HEARTBEAT_INTERVAL_SECONDS": "2",
-    "REAPER_INTERVAL_SECONDS": "1",
-}
-"""Short worker leases, so the reaper takes back a killed server's run within seconds (Aegra's
-defaults: 30, 10 and 15)."""
 OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
@@ -90,30 +82,25 @@ def find_python() -> str | None:
     return None
 
 
-def _stamp() -> str:
-    """What the environment was installed from (pyproject.toml's hash)."""
-    return hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
+def _stamp(project: Path) -> str:
+    """What an environment was installed from (the project's pyproject.toml, hashed)."""
+    return hashlib.sha256((project / "pyproject.toml").read_bytes()).hexdigest()
 
 
-def ensure_venv(python: str, venv: Path = VENV) -> Path:
-    """`venv` with replan[server] installed, made with `python` when missing or out of date;
-    returns its `aegra` command. Concurrent callers wait for each other (a lock file)."""
+def ensure_venv(python: str, venv: Path, project: Path) -> Path:
+    """`venv` with `project[server]` installed, made with `python` when missing or out of
+    date; returns its `aegra` command. Concurrent callers wait for each other (a lock file)."""
     aegra, stamp = venv / "bin" / "aegra", venv / ".replan-installed"
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{venv}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if aegra.exists() and stamp.exists() and stamp.read_text() == _stamp():
+        if aegra.exists() and stamp.exists() and stamp.read_text() == _stamp(project):
             return aegra
         subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        subprocess.run([*pip, "-e", f"{REPO}[server]"], check=True)
-        stamp.write_text(_stamp())
+        subprocess.run([*pip, "-e", f"{project}[server]"], check=True)
+        stamp.write_text(_stamp(project))
     return aegra
-
-
-def redis_url() -> str:
-    """The Redis server the tests use: `$REPLAN_TEST_REDIS_URL` or the local default."""
-    return os.environ.get(REDIS_ENV) or DEFAULT_REDIS_URL
 
 
 def redis_problem(url: str) -> str:
@@ -228,11 +215,13 @@ def _wait_ready(server: AegraServer) -> None:
 
 
 @contextmanager
-def aegra_server(aegra: Path, env: Mapping[str, str], log: Path) -> Iterator[AegraServer]:
-    """`aegra serve` on a free port with the repository's aegra.json, run in `log`'s folder;
-    yields once it is ready, kills its process group on exit."""
+def aegra_server(
+    aegra: Path, config: Path, env: Mapping[str, str], log: Path
+) -> Iterator[AegraServer]:
+    """`aegra serve` with `config` (aegra.json) on a free port, run in `log`'s folder; yields
+    once it is ready, kills its process group on exit."""
     port = free_port()
-    command = [str(aegra), "serve", "--config", str(CONFIG), "--host", "127.0.0.1"]
+    command = [str(aegra), "serve", "--config", str(config), "--host", "127.0.0.1"]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*command, "--port", str(port)],
@@ -268,7 +257,7 @@ def start_runs_at_once(
     def start(index: int) -> StartedRun:
         client = clients[index % len(clients)]
         thread_id = str(client.threads.create()["thread_id"])
-        objective = {"messages": [{"role": "user", "content": objectives[index]}]}
+        objective: dict[str, Any] = {"messages": [{"role": "user", "content": objectives[index]}]}
         run = client.runs.create(thread_id, graph, input=objective)
         return StartedRun(client, thread_id, str(run["run_id"]))
 
@@ -281,3 +270,21 @@ def finish_all(runs: Sequence[StartedRun]) -> list[Run]:
     for run in runs:
         run.client.runs.join(run.thread_id, run.run_id)
     return [run.client.runs.get(run.thread_id, run.run_id) for run in runs]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Prepare an Aegra environment ahead (CI starts this while it installs the rest)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="make or update an Aegra environment")
+    parser.add_argument("--venv", type=Path, required=True)
+    parser.add_argument("project", type=Path, help="the project to install with [server]")
+    args = parser.parse_args(argv)
+    python = find_python()
+    if python is None:
+        raise SystemExit(f"no Python 3.12 or later found (set {PYTHON_ENV})")
+    print(ensure_venv(python, args.venv.resolve(), args.project.resolve()))
+
+
+if __name__ == "__main__":
+    main()
