@@ -209,6 +209,6 @@ def test_the_docs_sdk_example_runs(
     code = code.replace("http://127.0.0.1:2026", aegra_served.url)
     exec(compile(code, f"{SERVING}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[:-2]] == ["metadata", *["updates"] * 5]
+    assert [line.split()[0] for line in lines[:-2]] == ["metadata", *["updates"] * 5, "end"]
     assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
     assert lines[-2:] == [str(STEPS), ANSWER]
