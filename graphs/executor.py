@@ -58,7 +58,7 @@ from replan.graphs.schema import (
     StepRun,
     StepStatus,
 )
-from replan.graphs.task_merge import task_replay
+from replan.graphs.task_merge import read_shared_tasks, task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
 from replan.graphs.tool_offers import chosen
 from replan.state.tasks import TaskContext
@@ -137,6 +137,9 @@ class Executor(ModelNode):
         The inner loop inherits the run's context (and its sync or async mode).
         """
         step, tasks = run["step"], as_task_context(run["tasks_context"])
+        if self.task_store is not None:  # the shared list as it is now, not as the wave began
+            tasks = yield read_shared_tasks(self.task_store)
+            run = {**run, "tasks_context": tasks}
         brief = self.prompts.executor_task.format(**executor_briefing(run))
         loop = self.loops[chosen(runtime.context)]
         done = yield Call(loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
@@ -158,7 +161,7 @@ class Executor(ModelNode):
         if done.get("usage"):
             used = total_tally(done["usage"])
             update["usage"] = step_usage(EXECUTOR, step["id"], used)
-        replay = task_replay(tasks, done["messages"])
+        replay = None if self.task_store else task_replay(tasks, done["messages"])
         if replay is not None:
             update["tasks_context"] = replay
         return update

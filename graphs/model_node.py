@@ -7,12 +7,13 @@ from langchain_core.language_models import BaseChatModel
 from replan.graphs.context import Bounds
 from replan.graphs.prompts import Prompts
 from replan.graphs.tool_offers import ToolOffers
+from replan.state.task_store import TaskStore
 
 
 class ModelNode:
     """The caller's model (None: each run builds a `ChatOpenAI` from its `Context`), the tools
-    offered to the executor (`Context.task_tools` picks one offer), the prompts and the graph's
-    default bounds."""
+    offered to the executor (`Context.task_tools` picks one offer), the prompts, the graph's
+    default bounds, and the store of the task list when the task tools share one."""
 
     def __init__(
         self,
@@ -20,8 +21,10 @@ class ModelNode:
         offers: ToolOffers,
         prompts: Prompts,
         bounds: Bounds,
+        task_store: TaskStore | None = None,
     ) -> None:
         self.model = model
         self.offers = offers
         self.prompts = prompts
         self.bounds = bounds
+        self.task_store = task_store

@@ -23,6 +23,7 @@ metadata (`run_metadata`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import re
@@ -96,6 +97,14 @@ def checkpoint_serializer() -> JsonPlusSerializer:
 
     allowed = [(cls.__module__, cls.__name__) for cls in (TaskContext, TaskCallChange)]
     return JsonPlusSerializer(allowed_msgpack_modules=allowed)
+
+
+def with_checkpoint_serializer(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
+    """A shallow copy of `saver` (same connection or pool) that uses `checkpoint_serializer()`,
+    for a saver made by someone else, such as a server that attaches its own."""
+    clone = copy.copy(saver)
+    clone.serde = checkpoint_serializer()
+    return clone
 
 
 def is_postgres_url(target: str | Path) -> bool:

@@ -11,6 +11,7 @@ persist and resume runs); `graph` is the same graph without a checkpointer, whic
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -40,6 +41,7 @@ from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.review import PlanReviewNode
 from replan.graphs.schema import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
 from replan.graphs.tool_offers import tool_offers
+from replan.state.task_store import TaskStore, open_task_store
 from replan.tools.task_descriptions import Language, check_language
 from replan.tools.task_tools import TASK_TOOL_NAMES
 
@@ -129,6 +131,7 @@ def build_plan_execute_graph(
     mistake_retries: int = DEFAULT_MISTAKE_RETRIES,
     prompts: Prompts | None = None,
     language: Language = "en",
+    task_store: TaskStore | str | os.PathLike[str] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the plan–execute–replan graph.
 
@@ -148,6 +151,10 @@ def build_plan_execute_graph(
             answered without a usable `plan`/`respond` call before `PlanExecuteError`.
         prompts: Replacement texts (see `replan.graphs.prompts`).
         language: Language of the task tools' descriptions ("en" or "zh").
+        task_store: Where the task tools keep the task list: None for each run's own list in
+            its state; a `TaskStore`, folder path or `postgresql://` URL for one list shared
+            by every run of the graph (each run's state then keeps a copy as its replanner
+            last read it).
 
     Raises TypeError or ValueError, naming the argument, for anything a run could not use.
     """
@@ -157,9 +164,10 @@ def build_plan_execute_graph(
         executor_max_steps=executor_max_steps,
         mistake_retries=mistake_retries,
     )
-    offers = tool_offers(check_tools(tools), language)
-    planner = Planner(model, offers, texts, bounds)
-    executor = Executor(model, offers, texts, bounds)
+    shared = open_task_store(task_store) if task_store is not None else None
+    offers = tool_offers(check_tools(tools), language, shared)
+    planner = Planner(model, offers, texts, bounds, shared)
+    executor = Executor(model, offers, texts, bounds, shared)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,

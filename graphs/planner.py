@@ -34,6 +34,7 @@ from replan.graphs.node_driver import Steps
 from replan.graphs.plan_rules import repeated_step, require_objective, runnable_steps, steps_left
 from replan.graphs.prompts import Prompts
 from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlannedStep
+from replan.graphs.task_merge import read_shared_tasks
 from replan.graphs.tool_offers import chosen
 
 
@@ -207,6 +208,15 @@ class Planner(ModelNode):
     def replanner(
         self, state: PlanExecuteState, runtime: Runtime[Context]
     ) -> Steps[dict[str, Any]]:
+        """`replan`, shown the shared task list as it is now when the task tools work on a
+        store; that list is then kept in the state (`tasks_context`) too."""
+        if self.task_store is None:
+            return (yield from self.replan(state, runtime))
+        tasks = yield read_shared_tasks(self.task_store)
+        update = yield from self.replan({**state, "tasks_context": tasks}, runtime)
+        return {**update, "tasks_context": tasks}
+
+    def replan(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """After a wave: respond, or plan the steps still to do; past `max_iterations`, or when
         the new plan's next wave repeats a step already carried out twice (no progress), end
         with a plain report. With `replan="when_needed"` the model is asked only when no planned

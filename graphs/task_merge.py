@@ -11,6 +11,10 @@ A replayed call that the merged list refuses (say, an update of a task another b
 is dropped. Anything else written to the channel is handled as `TasksState` handles it
 (`update_task_context`: a task call's change is applied, a whole `TaskContext` replaces the
 list). A replay is plain data (a dict), so any checkpoint serializer stores it.
+
+A graph whose task tools work on a shared `TaskStore` has no branch lists to merge: the store
+orders the calls of every branch and every run. Its nodes read the list with
+`read_shared_tasks` (a `Call`, so an async run reads it off the event loop).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
+from replan.graphs.node_driver import Call
+from replan.state.task_store import TaskStore
 from replan.state.tasks import TaskContext, TaskError, parse_task_id
 from replan.tools.task_state import as_task_context, update_task_context
 from replan.tools.task_tools import TASK_CREATE, TASK_UPDATE, run_task_call
@@ -134,3 +141,8 @@ def merge_task_updates(current: Any, update: Any) -> TaskContext:
     if is_task_replay(update):
         return replay_task_calls(as_task_context(current), update)
     return update_task_context(current, update)
+
+
+def read_shared_tasks(store: TaskStore) -> Call:
+    """A node step that reads the list kept in `store` (it returns a `TaskContext`)."""
+    return Call(RunnableLambda(lambda _: store.read(), name="read_task_list"), None)

@@ -18,6 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replan.graphs.context import DEFAULT_TASK_TOOLS, TASK_TOOLS_CHOICES, Context, TaskToolsChoice
 from replan.graphs.text_calls import OfferedTools
+from replan.state.task_store import TaskStore
 from replan.tools.task_descriptions import Language
 from replan.tools.task_tools import task_tools
 
@@ -53,11 +54,14 @@ class ToolOffer:
 ToolOffers = Mapping[TaskToolsChoice, ToolOffer]
 
 
-def tool_offers(tools: Sequence[BaseTool], language: Language) -> ToolOffers:
-    """An offer per `Context.task_tools` choice: `tools` plus the task tools in that form."""
+def tool_offers(
+    tools: Sequence[BaseTool], language: Language, task_store: TaskStore | None = None
+) -> ToolOffers:
+    """An offer per `Context.task_tools` choice: `tools` plus the task tools in that form
+    (working on `task_store` when given, else on the graph state's list)."""
     added: dict[TaskToolsChoice, list[BaseTool]] = {
-        "full": task_tools(language=language, detail="full"),
-        "compact": task_tools(language=language, detail="compact"),
+        "full": task_tools(language=language, detail="full", store=task_store),
+        "compact": task_tools(language=language, detail="compact", store=task_store),
         "none": [],
     }
     return {

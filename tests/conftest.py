@@ -17,8 +17,16 @@ CLEARED_PREFIXES = ("REPLAN_", "OPENAI_", "LANGSMITH_", "LANGCHAIN_")
 (key, base URL, organisation...) and LangSmith tracing."""
 CLEARED_NAMES = ("XDG_DATA_HOME", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 """The plans folder's fallback, and proxies (every test talks to 127.0.0.1 only)."""
-KEPT_NAMES = (pg_support.URL_ENV, pg_support.REQUIRE_ENV)
-"""The test suite's own settings: which PostgreSQL server to test against, and whether it must."""
+KEPT_NAMES = (
+    pg_support.URL_ENV,
+    pg_support.REQUIRE_ENV,
+    "REPLAN_REQUIRE_AEGRA",
+    "REPLAN_AEGRA_PYTHON",
+    "REPLAN_TEST_REDIS_URL",
+)
+"""The test suite's own settings: which PostgreSQL server to test against, and whether it must;
+the same for Aegra (tests/server/aegra.py): its Python, its Redis, and whether they must be
+there."""
 
 
 def _cleared(name: str) -> bool:

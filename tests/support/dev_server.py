@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from replan.testing.aegra import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = str(Path(sys.executable).with_name("langgraph"))
@@ -37,14 +38,6 @@ def _gitignored_names() -> list[str]:
     """The name patterns of the repository's .gitignore (a fresh clone has none of those)."""
     lines = (REPO / ".gitignore").read_text().splitlines()
     return [line.strip().rstrip("/") for line in lines if line.strip()[:1] not in ("", "#", "!")]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def copy_repo(target: Path) -> Path:
