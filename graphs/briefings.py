@@ -9,6 +9,7 @@ from typing import Any
 
 from replan.graphs.plan_rules import objective_text, steps_left, times_done
 from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
+from replan.graphs.tool_steps import format_call, references, renumber
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
@@ -28,23 +29,48 @@ def _after_the_one_before(position: int, depends_on: list[int]) -> bool:
 
 
 def plan_items(plan: Sequence[PlannedStep]) -> list[PlanItem]:
-    """`plan` as a model or reviewer writes it: a string for a step that waits only for the
-    one before it, else `{"step", "depends_on": [positions]}`."""
-    return [
-        step["step"]
-        if _after_the_one_before(position, depends_on)
-        else {"step": step["step"], "depends_on": depends_on}
-        for position, (step, depends_on) in enumerate(zip(plan, _positions(plan), strict=True), 1)
-    ]
+    """`plan` as a person writes it at review, numbered by position like a first plan: a string
+    for a step that waits only for the one before it, else `{"step", "depends_on": [positions]}`;
+    a tool step as `{"tool", "args", "depends_on"}`, its references `$N` made positions too."""
+    where = {step["id"]: position for position, step in enumerate(plan, 1)}
+    items: list[PlanItem] = []
+    for position, (step, depends_on) in enumerate(zip(plan, _positions(plan), strict=True), 1):
+        if "tool" in step:
+            args = renumber(step.get("args") or {}, where)
+            referred = references(args)
+            item: dict[str, Any] = {"tool": step["tool"], "args": args}
+            if extra := [p for p in depends_on if p not in referred]:
+                item["depends_on"] = extra
+            items.append(item)
+        elif _after_the_one_before(position, depends_on):
+            items.append(step["step"])
+        else:
+            items.append({"step": step["step"], "depends_on": depends_on})
+    return items
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return ", ".join(map(str, numbers)) or "nothing"
+
+
+def _is_chain(plan: Sequence[PlannedStep]) -> bool:
+    """Whether each step waits for exactly the step listed before it (the first for nothing)."""
+    before = [[], *([step["id"]] for step in plan)]
+    return all(step["depends_on"] == after for step, after in zip(plan, before, strict=False))
 
 
 def format_plan(plan: Sequence[PlannedStep] | Sequence[PlanItem]) -> str:
-    """A numbered list of steps (a stored plan, or items as a model writes them), or "(none)".
-    When some step waits for more or less than the one before it, every line says what it
-    waits for."""
+    """A list of steps, or "(none)": a stored plan by its steps' numbers (ids), items as a model
+    writes them by position. When some step waits for more or less than the one listed before
+    it, every line says what it waits for."""
     items: list[Any] = list(plan)
-    if any(isinstance(item, dict) and "id" in item for item in items):
-        items = plan_items(items)
+    if items and all(isinstance(item, dict) and "id" in item for item in items):
+        if _is_chain(items):
+            return "\n".join(f"{step['id']}. {step['step']}" for step in items)
+        return "\n".join(
+            f"{step['id']}. {step['step']} [after: {_numbers(step['depends_on'])}]"
+            for step in items
+        )
     if all(isinstance(item, str) for item in items):
         return (
             "\n".join(f"{position}. {item}" for position, item in enumerate(items, 1)) or "(none)"
@@ -53,9 +79,12 @@ def format_plan(plan: Sequence[PlannedStep] | Sequence[PlanItem]) -> str:
     for position, item in enumerate(items, 1):
         if isinstance(item, str):
             text, after = item, [position - 1] if position > 1 else []
+        elif "tool" in item:
+            text = format_call(item["tool"], item.get("args") or {})
+            after = sorted({*(item.get("depends_on") or []), *references(item.get("args") or {})})
         else:
             text, after = item.get("step", ""), item.get("depends_on") or []
-        lines.append(f"{position}. {text} [after: {', '.join(map(str, after)) or 'nothing'}]")
+        lines.append(f"{position}. {text} [after: {_numbers(after)}]")
     return "\n".join(lines) or "(none)"
 
 
@@ -68,12 +97,19 @@ def _shorten(text: str, limit: int | None) -> str:
 def format_executed_steps(
     steps: Sequence[ExecutedStep], *, limit: int | None = None, empty: str = "(none yet)"
 ) -> str:
-    """Each executed step with its result, numbered, or `empty`; `limit` shortens long
-    results to their first `limit` characters."""
-    blocks = (
-        f"{i}. {done['step']}\n   Result: {_shorten(done['result'], limit)}"
-        for i, done in enumerate(steps, 1)
-    )
+    """Each executed step by its number, with its result, or `empty`; a tool step as its call
+    and result (`price(item="A") → 4.20`). `limit` shortens long results to their first `limit`
+    characters."""
+    blocks = []
+    for position, done in enumerate(steps, 1):
+        number = done.get("id", position)
+        result = _shorten(done["result"], limit)
+        if "tool" in done:
+            call = format_call(done["tool"], done.get("args") or {})
+            failed = " [failed]" if done.get("status", "done") == "failed" else ""
+            blocks.append(f"{number}. {call} → {result}{failed}")
+        else:
+            blocks.append(f"{number}. {done['step']}\n   Result: {result}")
     return "\n".join(blocks) or empty
 
 

@@ -34,6 +34,10 @@ REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
 TaskToolsChoice = Literal["full", "compact", "none"]
 TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
 DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
+ToolStepsChoice = Literal["auto", "off"]
+TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
+"""Whether plans may hold tool steps (`replan.graphs.tool_steps`): "auto" offers them whenever
+the run has tools of its own, "off" never does."""
 DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
 DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
 """How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
@@ -176,6 +180,16 @@ class Context:
         },
     )
 
+    tool_steps: ToolStepsChoice = field(
+        default="auto",
+        metadata={
+            "description": "Whether a plan may call the run's own tools directly as tool steps "
+            '({"tool": NAME, "args": {...}}, run with no model call): \'auto\' offers them '
+            "whenever the run has tools of its own (the task tools are never tool steps), "
+            "'off' never does."
+        },
+    )
+
     recover_text_calls: bool = field(
         default=True,
         metadata={
@@ -231,6 +245,7 @@ class Context:
         check_count("max_concurrency", self.max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
         check_choice("replan", self.replan, REPLAN_MODES)
         check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
+        check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
         check_price("price_in", self.price_in, allow_none=True)
         check_price("price_out", self.price_out, allow_none=True)

@@ -23,11 +23,12 @@ refused the server's first error goes up as `ModelUnavailableError`, as any othe
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
@@ -66,12 +67,16 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
 @dataclass(frozen=True)
 class DecisionTool:
-    """A tool the model calls to give a structured answer; `args` validates its arguments."""
+    """A tool the model calls to give a structured answer; `args` validates its arguments
+    (with `context` as pydantic's validation context). `schema`, when given, is the JSON
+    schema sent instead of the one `args` gives (e.g. shaped by the run's tools)."""
 
     name: str
     description: str
     args: type[BaseModel]
     field_descriptions: dict[str, str]
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    context: Any = field(default=None, compare=False)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
@@ -86,7 +91,8 @@ class DecisionTool:
 
     @functools.cached_property
     def _spec(self) -> dict[str, Any]:
-        parameters = _inline_refs(self.args.model_json_schema())
+        source = self.schema if self.schema is not None else self.args.model_json_schema()
+        parameters = inline_refs(copy.deepcopy(dict(source)))
         parameters.pop("title", None)
         parameters.pop("description", None)
         for name, description in self.field_descriptions.items():
@@ -95,7 +101,7 @@ class DecisionTool:
         return {"type": "function", "function": function}
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with each `{"$ref": "#/$defs/X"}` replaced by the definition of X."""
     definitions = schema.pop("$defs", {})
 
@@ -155,7 +161,7 @@ def _one_call(reply: AIMessage, offered: Sequence[str]) -> tuple[str, dict[str, 
 
 def _validated(tool: DecisionTool, args: Any, what: str, sent: str) -> BaseModel:
     try:
-        return tool.args.model_validate(args)
+        return tool.args.model_validate(args, context=tool.context)
     except ValidationError as exc:
         raise ModelMistake(f"{what} do not parse ({validation_problems(exc)})", sent) from exc
 

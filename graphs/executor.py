@@ -1,4 +1,5 @@
-"""The executor node: carries out one plan step in a bounded tool-calling loop.
+"""The executor node: carries out one plan step in a bounded tool-calling loop (a tool step:
+one direct call of its tool, no model; `replan.graphs.tool_steps`).
 
 Each step that can start runs as its own `executor` task (a LangGraph `Send`, see `wave`), so
 the steps of a wave run side by side, at most `Context.max_concurrency` at a time. A branch gets
@@ -61,6 +62,7 @@ from replan.graphs.schema import (
 from replan.graphs.task_merge import read_shared_tasks, task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
 from replan.graphs.tool_offers import chosen
+from replan.graphs.tool_steps import call_key, format_call, references, same_call, substitute
 from replan.state.tasks import TaskContext
 from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
@@ -136,6 +138,8 @@ class Executor(ModelNode):
 
         The inner loop inherits the run's context (and its sync or async mode).
         """
+        if "tool" in run["step"]:
+            return (yield from self.tool_step(run))
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         if self.task_store is not None:  # the shared list as it is now, not as the wave began
             tasks = yield read_shared_tasks(self.task_store)
@@ -165,6 +169,47 @@ class Executor(ModelNode):
         if replay is not None:
             update["tasks_context"] = replay
         return update
+
+    def tool_step(self, run: StepRun) -> Steps[dict[str, Any]]:
+        """Carry out a tool step: call its tool once, with its references replaced, and record
+        the tool's answer (`replan.graphs.tool_steps`); no model call. A call an earlier step
+        already made takes that step's result instead."""
+        step = run["step"]
+        tool, args = step.get("tool", ""), step.get("args") or {}
+        results = {done["id"]: done for done in run["dependencies"] if "id" in done}
+        executed: ExecutedStep = {
+            "id": step["id"],
+            "step": step["step"],
+            "tool": tool,
+            "args": args,
+            "status": "failed",
+        }
+        unready = sorted(
+            n
+            for n in references(args)
+            if n not in results or results[n].get("status", "done") != "done"
+        )
+        if unready:
+            result = self.prompts.tool_step_not_run.format(steps=", ".join(map(str, unready)))
+            return {"executed_steps": [{**executed, "result": result}]}
+        if tool not in self.own_tools.by_name:
+            result = self.prompts.tool_step_no_tool.format(tool=tool)
+            return {"executed_steps": [{**executed, "result": result}]}
+        texts = {number: done["result"] for number, done in results.items()}
+        called = substitute(args, texts, self.own_tools.parameters[tool])
+        executed.update(step=format_call(tool, called), args=called)
+        if same := same_call(tool, called, run.get("earlier_calls", [])):
+            reused: ExecutedStep = {**executed, "result": same["result"], "status": "done"}
+            reused["reused_from"] = same["id"]
+            return {"executed_steps": [reused], "reused_calls": 1}
+        call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
+        answer = yield Call(self.own_tools.node, [call])
+        messages = answer.get("messages", []) if isinstance(answer, dict) else answer
+        message = messages[-1] if messages else None
+        if not isinstance(message, ToolMessage):
+            return {"executed_steps": [{**executed, "result": str(answer), "status": "done"}]}
+        status: StepStatus = "failed" if message.status == "error" else "done"
+        return {"executed_steps": [{**executed, "result": message.text, "status": status}]}
 
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
@@ -245,13 +290,35 @@ class Executor(ModelNode):
         return note, "unfinished"
 
 
+def _first_of_each_call(
+    steps: Sequence[PlannedStep], results: dict[int, ExecutedStep]
+) -> list[PlannedStep]:
+    """`steps` without a tool step that makes the same call as an earlier one of them (same tool,
+    same arguments, same results referred to): it waits a wave, then takes that one's result."""
+    seen: set[str] = set()
+    kept = []
+    for step in steps:
+        if "tool" in step:
+            args = step.get("args") or {}
+            inputs = {n: results[n]["result"] for n in references(args) if n in results}
+            key = call_key(step["tool"], {"args": args, "inputs": inputs})
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(step)
+    return kept
+
+
 def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
     """An `executor` task for each planned step whose dependencies are done, in plan order, at
-    most `context.max_concurrency` of them (the others wait for the next wave)."""
+    most `context.max_concurrency` of them (the others wait for the next wave); a tool step
+    making the same call as another of the wave waits for the next one."""
     limit = context.max_concurrency if context is not None else DEFAULT_MAX_CONCURRENCY
-    results = {done["id"]: done for done in state.get("executed_steps", []) if "id" in done}
+    executed = state.get("executed_steps", [])
+    results = {done["id"]: done for done in executed if "id" in done}
     objective = objective_text(state["messages"])
     tasks = state.get("tasks_context") or TaskContext()
+    calls = [done for done in executed if "tool" in done]
 
     def branch(step: PlannedStep) -> Send:
         inputs = [results[d] for d in step["depends_on"] if d in results]
@@ -261,6 +328,9 @@ def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
             "dependencies": inputs,
             "tasks_context": tasks,
         }
+        if "tool" in step and calls:
+            run["earlier_calls"] = calls
         return Send(EXECUTOR, run)
 
-    return [branch(step) for step in runnable_steps(steps_left(state))[:limit]]
+    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
+    return [branch(step) for step in ready[:limit]]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 from langchain_core.language_models import BaseChatModel
 
-from replan.graphs.context import Bounds
+from replan.graphs.context import Bounds, Context
 from replan.graphs.prompts import Prompts
 from replan.graphs.tool_offers import ToolOffers
+from replan.graphs.tool_steps import NO_TOOLS, OwnTools
 from replan.state.task_store import TaskStore
 
 
@@ -28,3 +31,12 @@ class ModelNode:
         self.prompts = prompts
         self.bounds = bounds
         self.task_store = task_store
+
+    @functools.cached_property
+    def own_tools(self) -> OwnTools:
+        """The caller's own tools as tool steps may call them (the offer without task tools)."""
+        return OwnTools(self.offers["none"].tools)
+
+    def tool_steps(self, context: Context | None) -> OwnTools:
+        """The tools a run's plans may call as tool steps: none with `tool_steps="off"`."""
+        return self.own_tools if (context or Context()).tool_steps == "auto" else NO_TOOLS

@@ -175,7 +175,8 @@ def build_plan_execute_graph(
         output_schema=PlanExecuteOutput,
     )
     builder.add_node("planner", dual_node(planner.planner))
-    builder.add_node("review_plan", PlanReviewNode(texts), destinations=(EXECUTOR, END))
+    review = PlanReviewNode(texts, planner.tool_steps)
+    builder.add_node("review_plan", review, destinations=(EXECUTOR, END))
     builder.add_node(EXECUTOR, dual_node(executor.executor))
     builder.add_node("replanner", dual_node(planner.replanner))
     builder.add_edge(START, "planner")

@@ -6,24 +6,27 @@ The planner and the replanner do not run tools; they read the model's choice of 
 server refuses the way asked). A reply without a tool call, with a tool that was not
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
 what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
-that depends on itself, on a later step or on a position the list does not have is such a
-mistake too. Tool calls a model wrote as text are read back before the reply is judged
-(`ask_model` with the offered tools; `replan.graphs.text_calls`).
+that names itself, a later step or a number no step has, and a tool step with an unknown tool
+or arguments that do not fit its schema, are such mistakes too (`replan.graphs.step_numbers`).
+Tool calls a model wrote as text are read back before the reply is judged (`ask_model` with the
+offered tools; `replan.graphs.text_calls`).
 
-An accepted plan gets stable step ids (`accept_plan`): the positions a model writes become id
-dependencies, and a replanned step with the same text as a step still planned keeps its id.
+When the run offers tool steps (`Context.tool_steps`, `replan.graphs.tool_steps`), the `plan`
+schema offers one object per tool of the run, and the prompts are the lean ones.
+
+An accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from replan.graphs.briefings import format_executed_steps, format_plan, replanner_briefing
 from replan.graphs.chat_model import resolve_model
@@ -33,9 +36,11 @@ from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Steps
 from replan.graphs.plan_rules import repeated_step, require_objective, runnable_steps, steps_left
 from replan.graphs.prompts import Prompts
-from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlannedStep
+from replan.graphs.schema import PlanExecuteState, PlannedStep
+from replan.graphs.step_numbers import Item, Numbering
 from replan.graphs.task_merge import read_shared_tasks
 from replan.graphs.tool_offers import chosen
+from replan.graphs.tool_steps import NO_TOOLS, OwnTools
 
 
 class PlanStepArgs(BaseModel):
@@ -46,15 +51,25 @@ class PlanStepArgs(BaseModel):
     depends_on: list[int] | None = None
 
 
+class ToolStepArgs(BaseModel):
+    """A tool step: `tool` called with `args` (`"$N"` in them names step N's result), after
+    the steps `depends_on` names and those it refers to (`replan.graphs.tool_steps`)."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[int] | None = None
+
+
 class PlanArgs(BaseModel):
-    """Arguments of the `plan` decision: a non-empty list of steps, each a non-blank string or
-    a `PlanStepArgs` whose dependencies name only earlier steps (so there is no cycle).
+    """Arguments of the `plan` decision: a non-empty list of steps, each a non-blank string, a
+    `PlanStepArgs` or a `ToolStepArgs`. Validated with a `Numbering` as context, the numbers
+    its steps name and its tool steps are checked too (`Numbering.problems`).
 
     A string holding such an object as JSON is read as the object, which lets a command line
     pass dependencies (`--edit-plan '{"step": "...", "depends_on": [1]}'`).
     """
 
-    steps: list[str | PlanStepArgs] = Field(min_length=1)
+    steps: list[str | PlanStepArgs | ToolStepArgs] = Field(min_length=1)
 
     @field_validator("steps", mode="before")
     @classmethod
@@ -64,84 +79,47 @@ class PlanArgs(BaseModel):
         return [_json_object(step) if isinstance(step, str) else step for step in steps]
 
     @model_validator(mode="after")
-    def _valid_steps(self) -> PlanArgs:
-        problems: list[str] = []
-        for position, (text, depends_on) in enumerate(self.positions(), 1):
-            if not text:
-                problems.append(f"step {position} is blank")
-            for other in depends_on:
-                if other == position:
-                    problems.append(f"step {position} depends on itself")
-                elif not 1 <= other <= len(self.steps):
-                    problems.append(
-                        f"step {position} depends on step {other}, but the list has steps 1 "
-                        f"to {len(self.steps)}"
-                    )
-                elif other > position:
-                    problems.append(
-                        f"step {position} depends on step {other}, which comes after it (a "
-                        "step may only depend on steps listed before it)"
-                    )
+    def _valid_steps(self, info: ValidationInfo) -> PlanArgs:
+        given = info.context if isinstance(info.context, Numbering) else None
+        numbering = given or Numbering(tools=None)  # a first plan, its tool steps unchecked
+        problems = numbering.problems(self.items())
+        if given and not given.tools and any(item.tool for item in self.items()):
+            problems.insert(0, "tool steps are not offered in this run: write every step as text")
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
-    def positions(self) -> list[tuple[str, list[int]]]:
-        """Each step's text and the 1-based positions of the steps it waits for."""
+    def items(self) -> list[Item]:
+        """The steps as `Item`s: text, numbers named, and a tool step's tool and args."""
         return [
-            (step.strip(), [position - 1] if position > 1 else [])
+            Item(step.strip())
             if isinstance(step, str)
-            else (step.step.strip(), _waits_for(position, step.depends_on))
-            for position, step in enumerate(self.steps, 1)
+            else Item.tool_step(step.tool, step.args, step.depends_on)
+            if isinstance(step, ToolStepArgs)
+            else Item(step.step.strip(), step.depends_on)
+            for step in self.steps
         ]
 
 
-def _waits_for(position: int, depends_on: list[int] | None) -> list[int]:
-    if depends_on is None:
-        return [position - 1] if position > 1 else []
-    return sorted(set(depends_on))
-
-
 def _json_object(text: str) -> Any:
-    """`text` parsed when it is a JSON object with a `step`; else `text` itself."""
+    """`text` parsed when it is a JSON object with a `step` or a `tool`; else `text` itself."""
     if not text.lstrip().startswith("{"):
         return text
     try:
         value = json.loads(text)
     except ValueError:
         return text
-    return value if isinstance(value, dict) and "step" in value else text
+    return value if isinstance(value, dict) and ("step" in value or "tool" in value) else text
 
 
-def accept_plan(
-    args: PlanArgs, *, keep: Sequence[PlannedStep] = (), done: Sequence[ExecutedStep] = ()
-) -> list[PlannedStep]:
-    """The plan `args` describes, with stable step ids (positions become id dependencies).
-
-    A step whose text matches a step of `keep` (the plan it replaces) keeps that step's id and
-    its dependencies on `done` steps, so it still sees their results; every other step gets a
-    new id, unique among `keep` and `done`.
-    """
-    done_ids = {step["id"] for step in done if "id" in step}
-    unmatched = list(keep)
-    next_id = max([*done_ids, *(step["id"] for step in keep)], default=0) + 1
-    ids: list[int] = []
-    carried: list[list[int]] = []
-    positions = args.positions()
-    for text, _ in positions:
-        match = next((step for step in unmatched if step["step"] == text), None)
-        if match is None:
-            ids.append(next_id)
-            carried.append([])
-            next_id += 1
-        else:
-            unmatched.remove(match)
-            ids.append(match["id"])
-            carried.append([d for d in match["depends_on"] if d in done_ids])
-    return [
-        {"id": ids[i], "step": text, "depends_on": [*carried[i], *(ids[p - 1] for p in after)]}
-        for i, (text, after) in enumerate(positions)
-    ]
+def accept_plan(args: PlanArgs, numbering: Numbering | None = None) -> list[PlannedStep]:
+    """The stored plan `args` describe, numbered as `numbering` says (default: a first plan in
+    a new thread); ValueError when the numbers it names do not fit."""
+    numbering = numbering or Numbering.first_plan()
+    items = args.items()
+    if problems := numbering.problems(items):
+        raise ValueError("; ".join(problems))
+    return numbering.plan(items)
 
 
 class RespondArgs(BaseModel):
@@ -150,9 +128,40 @@ class RespondArgs(BaseModel):
     response: str = Field(min_length=1)
 
 
-def plan_tool(prompts: Prompts) -> DecisionTool:
-    """The `plan` tool: `steps`, each a string or a step with its dependencies."""
-    return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": prompts.plan_steps})
+TEXT_STEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "step": {"type": "string"},
+        "depends_on": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["step"],
+}
+"""A text step in the lean `plan` schema of a run with tool steps."""
+
+
+def text_plan_schema() -> dict[str, Any]:
+    """The `plan` arguments' schema without tool steps: strings and `PlanStepArgs` objects."""
+    items = {"anyOf": [{"type": "string"}, PlanStepArgs.model_json_schema()]}
+    steps = {"items": items, "minItems": 1, "title": "Steps", "type": "array"}
+    return {"properties": {"steps": steps}, "required": ["steps"], "type": "object"}
+
+
+def tool_plan_schema(tools: OwnTools) -> dict[str, Any]:
+    """The `plan` arguments' schema of a run with tool steps: strings, text steps, and one
+    object per tool (`OwnTools.item_schemas`); nothing else, to keep every request lean."""
+    items = {"anyOf": [{"type": "string"}, TEXT_STEP_SCHEMA, *tools.item_schemas]}
+    steps = {"type": "array", "minItems": 1, "items": items}
+    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
+
+
+def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
+    """The `plan` tool: `steps`, each a string, a step with its dependencies or, when `tools`
+    has any, a tool step calling one of them."""
+    if tools:
+        steps, schema = prompts.plan_steps_tools, tool_plan_schema(tools)
+    else:
+        steps, schema = prompts.plan_steps, text_plan_schema()
+    return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
 
 
 def respond_tool(prompts: Prompts) -> DecisionTool:
@@ -167,26 +176,47 @@ class Planner(ModelNode):
     the tools the run's executor gets) and the prompts."""
 
     @functools.cached_property
-    def plan_tool(self) -> DecisionTool:
-        """The `plan` decision, in this graph's prompts."""
+    def text_plan_tool(self) -> DecisionTool:
+        """The `plan` decision without tool steps, in this graph's prompts."""
         return plan_tool(self.prompts)
+
+    @functools.cached_property
+    def tool_plan_tool(self) -> DecisionTool:
+        """The `plan` decision with this graph's tools as tool steps."""
+        return plan_tool(self.prompts, self.own_tools)
 
     @functools.cached_property
     def respond_tool(self) -> DecisionTool:
         """The `respond` decision, in this graph's prompts."""
         return respond_tool(self.prompts)
 
+    def plan_decision(self, numbering: Numbering) -> DecisionTool:
+        """The `plan` decision whose steps are checked against `numbering` (and its tools)."""
+        base = self.tool_plan_tool if numbering.tools else self.text_plan_tool
+        return replace(base, context=numbering)
+
+    def planner_system(self, context: Context) -> str:
+        """The planner's system prompt: with tool steps, the lean one listing the run's own
+        tools (and the task tools the agents of text steps have); else the full one."""
+        offer = self.offers[chosen(context)]
+        if not self.tool_steps(context):
+            return self.prompts.planner.format(tools=offer.listing)
+        listing = self.own_tools.listing
+        task_tools = [t.name for t in offer.tools if t.name not in self.own_tools.by_name]
+        if task_tools:
+            listing += f"\n- for text steps' agents: {', '.join(task_tools)}"
+        return self.prompts.planner_tool_steps.format(tools=listing)
+
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
         require_objective(state)
-        tool_list = self.offers[chosen(runtime.context)].listing  # the executor's tools
-        system = SystemMessage(self.prompts.planner.format(tools=tool_list))
         context = runtime.context or Context()
+        numbering = Numbering.first_plan(state.get("executed_steps", []), self.tool_steps(context))
         modes = DecisionModes.of_run(context, state)
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
-            [system, *state["messages"]],
-            [self.plan_tool],
+            [SystemMessage(self.planner_system(context)), *state["messages"]],
+            [self.plan_decision(numbering)],
             node="planner",
             prompts=self.prompts,
             retries=self.bounds.for_run(context).mistake_retries,
@@ -195,9 +225,8 @@ class Planner(ModelNode):
         )
         args = decision.args
         assert isinstance(args, PlanArgs)
-        plan = accept_plan(args, done=state.get("executed_steps", []))
         return {
-            "plan": plan,
+            "plan": accept_plan(args, numbering),
             "response": "",
             "stop_reason": "",
             "iterations": 0,
@@ -230,15 +259,19 @@ class Planner(ModelNode):
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
+        done = state.get("executed_steps", [])
+        tools = self.tool_steps(context)
+        numbering = Numbering.replan(left, done, tools)
         briefing = replanner_briefing(state, self.prompts.repeated_steps)
+        system = self.prompts.replanner_tool_steps if tools else self.prompts.replanner
         modes = DecisionModes.of_run(context, state)
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [
-                SystemMessage(self.prompts.replanner),
-                HumanMessage(self.prompts.replanner_task.format(**briefing)),
+                SystemMessage(system),
+                HumanMessage(self.prompts.replanner_task.format(next=numbering.first, **briefing)),
             ],
-            [self.plan_tool, self.respond_tool],
+            [self.plan_decision(numbering), self.respond_tool],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,
@@ -249,8 +282,7 @@ class Planner(ModelNode):
         if isinstance(args, RespondArgs):
             return {"response": args.response, "plan": left, "iterations": rounds, **counted}
         assert isinstance(args, PlanArgs)
-        done = state.get("executed_steps", [])
-        plan = accept_plan(args, keep=left, done=done)
+        plan = accept_plan(args, numbering)
         update = {"plan": plan, "iterations": rounds, **counted}
         shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(plan)}
         if repeat := repeated_step(runnable_steps(plan), done):

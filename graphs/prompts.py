@@ -72,12 +72,14 @@ if planned again: plan something the tools or plain writing can do, or respond w
 results allow.
 
 Write the steps as in a new plan: a plain string runs after the step before it, and an object \
-with `step` and `depends_on` runs once the steps at those 1-based positions of your new list \
-are done (an empty list: right away). Steps already done stay done: leave them out and \
-do not point at them. A step you keep word for word still sees the results it was planned to \
+with `step` and `depends_on` runs once the steps with those numbers are done (an empty list: \
+right away). Numbers do not change: done steps keep theirs, a step you keep word for word keeps \
+its own, and the steps of your list are numbered on from the number given below. `depends_on` \
+may name done steps (the step then sees their results) and steps listed before it; leave done \
+steps out of the list. A step you keep word for word still sees the results it was planned to \
 use; any other step sees only the objective, its own text and the results of the steps it \
-depends on in your list, so copy into its text what it needs from earlier results. Long results \
-are shortened below; the full text is kept."""
+depends on, so copy into its text what it needs from earlier results. Long results are \
+shortened below; the full text is kept."""
 
 REPLANNER_TASK = """# Objective
 {objective}
@@ -89,7 +91,29 @@ REPLANNER_TASK = """# Objective
 {executed_steps}
 
 # Task list
-{tasks}{repeated}"""
+{tasks}{repeated}
+
+The steps of a new plan are numbered from {next}."""
+
+PLANNER_TOOL_STEPS = """You plan how to meet the user's objective: call `plan` once with the \
+steps, numbered 1, 2, ... in the order you list them.
+- A tool step {{"tool": NAME, "args": {{...}}}} calls that tool directly: use one for each tool \
+call whose arguments you know. In args, "$N" stands for the result of step N.
+- Any other step is a text, or {{"step": "...", "depends_on": [N, ...]}}, for an agent that sees \
+only the objective, that text and the results of the steps it depends on.
+A step runs once the steps it names are done (a plain string: after the step before it), so \
+steps that need nothing of each other run side by side. Make the last step give the answer.
+Tools:
+{tools}"""
+"""The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
+
+REPLANNER_TOOL_STEPS = """You check how work on an objective is going. When the results below \
+meet it, call `respond` with the full final answer. Otherwise call `plan` with only the steps \
+still to do, written as in the plan: tool steps {{"tool", "args"}} for tool calls (copy figures \
+from the results, or write "$N" for the result of step N) and text steps for the rest. \
+`depends_on` and "$N" may name done steps and steps you list before. A failed step fails again \
+unless you change it."""
+"""The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
 
 REPEATED_STEPS = """
 
@@ -151,6 +175,13 @@ tokens, before it gave its final answer. What it had written:
 Its last tool results:
 {progress}"""
 
+TOOL_STEP_NOT_RUN = """Not run: it refers to the result of step {steps}, which did not end \
+done."""
+"""The result of a tool step whose referenced steps failed or are unfinished."""
+
+TOOL_STEP_NO_TOOL = """Not run: this run has no tool `{tool}` for tool steps."""
+"""The result of a tool step naming a tool the run does not have (e.g. resumed without it)."""
+
 REVIEW_QUESTION = """Approve this plan? Answer "approve", "reject", or an edited list of steps \
 (strings, or {{"step": "...", "depends_on": [positions]}} for a step that waits for other \
 steps than the one before it)."""
@@ -163,6 +194,8 @@ PLAN_STEPS = (
     "the item before it, or an object with `step` (the text) and `depends_on` (the 1-based "
     "positions of earlier items whose results it needs; an empty list starts it at once)."
 )
+PLAN_STEPS_TOOLS = "The steps: tool steps, text steps, or plain strings."
+"""`plan_steps` when the run offers tool steps (the prompt says the rest)."""
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
 DECIDE_TOOL = (
@@ -176,7 +209,12 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "executor_task_tools": frozenset(),
     "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
     "replanner": frozenset(),
-    "replanner_task": frozenset({"objective", "plan", "executed_steps", "tasks", "repeated"}),
+    "replanner_task": frozenset(
+        {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
+    ),
+    "planner_tool_steps": frozenset({"tools"}),
+    "replanner_tool_steps": frozenset(),
+    "plan_steps_tools": frozenset(),
     "repeated_steps": frozenset({"steps"}),
     "correction": frozenset({"problem", "sent", "expected"}),
     "text_call_correction": frozenset({"problem", "tools"}),
@@ -189,6 +227,8 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "step_cut_off": frozenset({"max_tokens", "text", "progress"}),
     "step_no_report": frozenset({"progress"}),
+    "tool_step_not_run": frozenset({"steps"}),
+    "tool_step_no_tool": frozenset({"tool"}),
     "review_question": frozenset({"plan"}),
     "rejected": frozenset({"reason"}),
     "plan_tool": frozenset(),
@@ -209,6 +249,9 @@ class Prompts:
     executor_task: str = EXECUTOR_TASK
     replanner: str = REPLANNER
     replanner_task: str = REPLANNER_TASK
+    planner_tool_steps: str = PLANNER_TOOL_STEPS
+    replanner_tool_steps: str = REPLANNER_TOOL_STEPS
+    plan_steps_tools: str = PLAN_STEPS_TOOLS
     repeated_steps: str = REPEATED_STEPS
     correction: str = CORRECTION
     text_call_correction: str = TEXT_CALL_CORRECTION
@@ -221,6 +264,8 @@ class Prompts:
     step_unfinished: str = STEP_UNFINISHED
     step_cut_off: str = STEP_CUT_OFF
     step_no_report: str = STEP_NO_REPORT
+    tool_step_not_run: str = TOOL_STEP_NOT_RUN
+    tool_step_no_tool: str = TOOL_STEP_NO_TOOL
     review_question: str = REVIEW_QUESTION
     rejected: str = REJECTED
     plan_tool: str = PLAN_TOOL

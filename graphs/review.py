@@ -1,15 +1,19 @@
 """Human review of a new plan: the `review_plan` node and the answers it accepts.
 
 The node pauses the run with `interrupt({"plan": [...], "question": str})`, the plan written as
-a model writes it (a string for a step that runs after the one before it, else `{"step": ...,
-"depends_on": [positions]}`). Resume it with "approve" / `{"action": "approve"}`, a list of
-steps / `{"action": "edit", "steps": [...]}` (strings or such objects), or "reject" /
-`{"action": "reject", "reason": str}`; any other answer pauses again with an `error`.
+a model writes a first plan, its steps numbered by position 1, 2, ...: a string for a step that
+runs after the one before it, else `{"step": ..., "depends_on": [positions]}`, and a tool step
+as `{"tool": ..., "args": {...}, "depends_on": [...]}` with `"$N"` naming the result of the step
+at position N. Resume it with "approve" / `{"action": "approve"}`, a list of steps /
+`{"action": "edit", "steps": [...]}` (strings or such objects, numbered the same way; tool steps
+when the run offers them), or "reject" / `{"action": "reject", "reason": str}`; any other answer
+pauses again with an `error`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +27,8 @@ from replan.graphs.executor import wave
 from replan.graphs.planner import PlanArgs, accept_plan
 from replan.graphs.prompts import Prompts
 from replan.graphs.schema import PlanExecuteState
+from replan.graphs.step_numbers import Numbering
+from replan.graphs.tool_steps import NO_TOOLS, OwnTools
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ REVIEW_ANSWERS = (
     'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
     '"depends_on": [positions of earlier steps]}.'
 )
+"""(A run with tool steps also takes `{"tool", "args", "depends_on"}` items; see the module.)"""
 ANSWER_PREVIEW_CHARS = 80
 STEP_OBJECT = '{"step", "depends_on"}'
 
@@ -70,8 +77,9 @@ def _edit_problems(error: ValidationError) -> str:
     return "; ".join(dict.fromkeys(problems))
 
 
-def parse_plan_review(answer: Any) -> PlanReview:
-    """Read a resume value for the plan review; raise ValueError saying, for people, what was
+def parse_plan_review(answer: Any, numbering: Numbering | None = None) -> PlanReview:
+    """Read a resume value for the plan review, an edited plan numbered as `numbering` says
+    (default: a first plan without tool steps); raise ValueError saying, for people, what was
     wrong and what is accepted."""
     sent = answer
     if isinstance(answer, str):
@@ -85,7 +93,9 @@ def parse_plan_review(answer: Any) -> PlanReview:
         return PlanReview("reject", reason=str(answer.get("reason") or ""))
     if action == "edit":
         try:
-            steps = PlanArgs(steps=answer.get("steps"))
+            steps = PlanArgs.model_validate(
+                {"steps": answer.get("steps")}, context=numbering or Numbering.first_plan()
+            )
         except ValidationError as exc:
             raise ValueError(
                 f"The edited plan {_preview(answer.get('steps'))} cannot be used: "
@@ -96,21 +106,28 @@ def parse_plan_review(answer: Any) -> PlanReview:
 
 
 class PlanReviewNode:
-    """The `review_plan` node: pause for a human to approve, edit or reject the plan."""
+    """The `review_plan` node: pause for a human to approve, edit or reject the plan; `tools`
+    gives the tools an edited plan's tool steps may call in a run (none: no tool steps)."""
 
-    def __init__(self, prompts: Prompts) -> None:
+    def __init__(
+        self, prompts: Prompts, tools: Callable[[Context | None], OwnTools] = lambda _: NO_TOOLS
+    ) -> None:
         self.prompts = prompts
+        self.tools = tools
 
     def __call__(self, state: PlanExecuteState) -> Command[Literal["executor", "__end__"]]:
         """An answer that is none of those pauses again, with an `error` saying what is
         accepted, so a typo never strands the run. An approved (or edited) plan starts its
         first wave of steps."""
         plan = state["plan"]
-        question = self.prompts.review_question.format(plan=format_plan(plan))
+        context = get_runtime(Context).context
+        done = state.get("executed_steps", [])
+        numbering = Numbering.first_plan(done, self.tools(context))
+        question = self.prompts.review_question.format(plan=format_plan(plan_items(plan)))
         shown: dict[str, Any] = {"plan": plan_items(plan), "question": question}
         while True:
             try:
-                review = parse_plan_review(interrupt(shown))
+                review = parse_plan_review(interrupt(shown), numbering)
                 break
             except ValueError as exc:
                 shown = {**shown, "error": str(exc)}
@@ -119,8 +136,7 @@ class PlanReviewNode:
             return Command(
                 goto="__end__", update={"response": self.prompts.rejected.format(reason=reason)}
             )
-        context = get_runtime(Context).context
         if review.steps is None:
             return Command(goto=wave(state, context))
-        edited = accept_plan(review.steps, keep=plan, done=state.get("executed_steps", []))
+        edited = accept_plan(review.steps, numbering)
         return Command(goto=wave({**state, "plan": edited}, context), update={"plan": edited})

@@ -9,9 +9,11 @@ instead (`decision_mode`), how many tool calls written as text were recovered
 and the tokens the model calls used (`usage`, per node and per plan step, see
 `replan.state.usage`).
 
-A model (or a reviewer) writes a plan as a list whose items are either a string, which runs
-after the item before it, or `{"step": text, "depends_on": [positions]}` with 1-based positions
-of earlier items of the same list (`PlanItem`).
+A model (or a reviewer) writes a plan as a list whose items are a string, which runs after the
+item before it, `{"step": text, "depends_on": [numbers]}`, or, when the run offers tool steps,
+`{"tool": name, "args": {...}, "depends_on": [numbers]}` (`PlanItem`; see
+`replan.graphs.step_numbers` for the numbers and `replan.graphs.tool_steps` for tool steps). A
+step's `id` is the number the model was shown, so a replan never renumbers.
 """
 
 from __future__ import annotations
@@ -31,25 +33,35 @@ from replan.tools.task_state import TasksState
 
 
 class PlannedStep(TypedDict):
-    """A step still to do: a stable `id` (unique in the thread), its text, and the ids of the
-    steps that must be done before it starts."""
+    """A step still to do: a stable `id` (unique in the thread, the number the model was shown),
+    its text, and the ids of the steps that must be done before it starts. A tool step also has
+    the `tool` it runs and its `args` (with `"$N"` references to the results of steps by id);
+    its text is the call as shown to people, e.g. `price(item="A")`."""
 
     id: int
     step: str
     depends_on: list[int]
+    tool: NotRequired[str]
+    args: NotRequired[dict[str, Any]]
 
 
 StepStatus = Literal["done", "unfinished", "failed"]
-"""How a step ended: its executor answered, ran out of model calls, or reported a failure."""
+"""How a step ended: its executor answered, ran out of model calls, or reported a failure (a
+tool step: its tool answered, or raised or answered with an error status)."""
 
 
 class ExecutedStep(TypedDict):
-    """One carried-out step and the executor's report on it."""
+    """One carried-out step and the executor's report on it. A tool step also keeps its `tool`,
+    the `args` it was called with (references replaced) and, when an earlier step had made the
+    same call, that step's id as `reused_from` (its result was taken, the tool not called)."""
 
     step: str
     result: str
     id: NotRequired[int]
     status: NotRequired[StepStatus]
+    tool: NotRequired[str]
+    args: NotRequired[dict[str, Any]]
+    reused_from: NotRequired[int]
 
 
 PlanItem = str | dict[str, Any]
@@ -133,18 +145,23 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     decision without a usable decision in it, an executor turn with a tool call whose arguments
     are not valid JSON or a tool call written as text that could not be read; over every node
     and executor branch, kept in the state, not in the output."""
+    reused_calls: Annotated[int, operator.add]
+    """How many tool steps took the result of an earlier step that had made the same call,
+    instead of calling the tool again; kept in the state, not in the output."""
     decision_mode: DecisionModeRecord
     usage: Annotated[RunUsage, merge_usage]
 
 
 class StepRun(TypedDict):
     """What one executor branch gets: the objective, its step, the results of the steps it
-    depends on, and the task list as the wave started."""
+    depends on, and the task list as the wave started; a tool step also gets the tool steps
+    done so far (`earlier_calls`), whose results it takes instead of making the same call."""
 
     objective: str
     step: PlannedStep
     dependencies: list[ExecutedStep]
     tasks_context: TaskContext
+    earlier_calls: NotRequired[list[ExecutedStep]]
 
 
 class ExecutorState(TasksState, total=False):

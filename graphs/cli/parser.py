@@ -24,6 +24,7 @@ from replan.graphs.context import (
     MAX_REPLY_TOKENS,
     REPLAN_MODES,
     TASK_TOOLS_CHOICES,
+    TOOL_STEPS_CHOICES,
     Context,
     check_price,
 )
@@ -170,6 +171,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--task-tools",
         choices=TASK_TOOLS_CHOICES,
         help="the executor's task tools: short descriptions (default), full ones, or none",
+    )
+    group.add_argument(
+        "--tool-steps",
+        choices=TOOL_STEPS_CHOICES,
+        help="let plans call the run's own tools directly, with no model call (auto, default: "
+        "whenever the run has tools of its own) or never (off)",
     )
     group.add_argument(
         "--decision-mode",

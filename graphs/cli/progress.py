@@ -15,7 +15,6 @@ The lanes are drawn by a display (`replan.graphs.cli.display`); the retries come
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +27,7 @@ from replan.graphs.cli.summary import fallback_line, first_line
 from replan.graphs.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.schema import ExecutedStep, PlannedStep
 from replan.graphs.text_calls import TEXT_CALLS_EVENT
+from replan.graphs.tool_steps import format_call, tool_step_line
 from replan.state import Task, TaskContext
 from replan.state.usage import (
     Pricing,
@@ -50,10 +50,7 @@ MODEL_NODES = frozenset({"planner", "replanner", "act"})
 
 def short_call(name: str, args: dict[str, Any]) -> str:
     """`Name(key=value, ...)` cut to `ARGS_CHARS`."""
-    shown = ", ".join(
-        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
-    )
-    call = f"{name}({shown})"
+    call = format_call(name, args)
     return call if len(call) <= ARGS_CHARS else call[: ARGS_CHARS - 2] + "…)"
 
 
@@ -74,10 +71,14 @@ def task_changes(before: TaskContext | None, after: TaskContext) -> list[str]:
     return lines
 
 
-def _step_line(done: ExecutedStep, how: str) -> str:
-    """`Step N done in 1.2 s: first line of the result` (or unfinished, failed)."""
+def _step_line(done: ExecutedStep, *, elapsed: str = "", note: str = "") -> str:
+    """`Step N done in 1.2 s: first line of the result` (or unfinished, failed), then `note`;
+    a tool step as `Step N: price(item="A") → 4.20` (its call and result, `tool_step_line`)."""
+    if "tool" in done:
+        return f"Step {done.get('id')}: {tool_step_line(done)}{note}"
     result = first_line(done["result"], RESULT_CHARS)
-    return f"Step {done.get('id')} {done.get('status', 'done')}{how}: {result}"
+    how = f" in {elapsed}" if elapsed else ""
+    return f"Step {done.get('id')} {done.get('status', 'done')}{how}{note}: {result}"
 
 
 def _updates(update: Any) -> list[dict[str, Any]]:
@@ -208,7 +209,7 @@ class ProgressPrinter:
             text = f"{lane.label.capitalize()} failed after {elapsed}: {error}"
         elif chunk["name"] == "executor":
             done = (chunk.get("result") or {}).get("executed_steps") or [{"result": ""}]
-            text = _step_line(done[-1], f" in {elapsed}")
+            text = _step_line(done[-1], elapsed=elapsed)
         else:
             text = ""
         self.display.closed(lane, text, self._open())
@@ -306,7 +307,7 @@ class ProgressPrinter:
 
     def _saved_step(self, done: ExecutedStep) -> None:
         """A step of a resumed wave that does not run again: its result was saved."""
-        text = _step_line(done, " (saved before the stop)")
+        text = _step_line(done, note=" (saved before the stop)")
         key = next((k for k, lane in self.lanes.items() if lane.step_id == done.get("id")), None)
         if key is None:
             self.display.note(text)

@@ -268,6 +268,7 @@ def summarize(
         "response": values.get("response", ""),
         "recovered_calls": values.get("recovered_calls", 0),
         "corrected_mistakes": values.get("corrected_mistakes", 0),
+        "reused_calls": values.get("reused_calls", 0),
         "usage": usage_summary(values, run_prices(snapshot, prices)),
         "review": review,
         "error": errors[0] if errors else None,
@@ -325,6 +326,8 @@ def describe_run(
         parts.append(f"Tool calls read from the model's text: {recovered}")
     if mistakes := values.get("corrected_mistakes", 0):
         parts.append(f"Model mistakes corrected: {mistakes}")
+    if reused := values.get("reused_calls", 0):
+        parts.append(f"Tool calls not made again (an earlier step's result reused): {reused}")
     if values.get("response"):
         title = "Report" if status.state == "not_finished" else "Answer"
         parts.append(f"{title}:\n{_indent(values['response'])}")

@@ -8,7 +8,8 @@
   N steps that need nothing, "in N diamond steps" is one step, N - 2 steps that need it, and a
   last step that needs those (`dependencies`);
 - replanner — offers `plan` and `respond`: `plan` with the steps whose result marker is not yet
-  in the prompt (dependencies renumbered within that list), or `respond` once every step's is;
+  in the prompt (their dependencies named by the steps' own numbers, which do not move: step i
+  of the first plan is step i), or `respond` once every step's is;
 - executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
   named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
@@ -101,20 +102,14 @@ def objective(request: dict[str, Any]) -> str:
 
 def plan_items(prompt: str, steps: Sequence[int], total: int, topic: str) -> list[Any]:
     """Steps `steps` (1-based indices of the full plan) as the `plan` tool takes them; the
-    shape comes from the objective in `prompt`."""
+    shape comes from the objective in `prompt`. A step's number is its index (in a first plan,
+    its position; a replan keeps the numbers), so dependencies are named by index."""
     count = _STEP_COUNT.search(prompt)
     shape = (count[2] or "").strip().lower() if count else ""
     waits = dependencies(shape, total)
     if waits is None:
         return [step_text(i, total, topic) for i in steps]
-    position = {index: p for p, index in enumerate(steps, 1)}
-    return [
-        {
-            "step": step_text(i, total, topic),
-            "depends_on": [position[d] for d in waits[i - 1] if d in position],
-        }
-        for i in steps
-    ]
+    return [{"step": step_text(i, total, topic), "depends_on": waits[i - 1]} for i in steps]
 
 
 def first_plan(request: dict[str, Any]) -> list[Any]:

@@ -54,3 +54,32 @@ def asked_fields(request: dict[str, Any]) -> set[str]:
         if spec.get("function", {}).get("name") == "decide":
             return set(spec["function"].get("parameters", {}).get("properties", {}))
     return set()
+
+
+def steps_schema(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema of the `steps` a plan decision asks for, in any decision mode (a `plan`
+    or `decide` tool, or `response_format`); {} when the request asks for none."""
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict):
+        schema = response_format.get("schema") or response_format.get("json_schema", {}).get(
+            "schema", {}
+        )
+        steps: dict[str, Any] = schema.get("properties", {}).get("steps", {})
+        return steps
+    for spec in request.get("tools") or []:
+        function = spec.get("function", {})
+        if function.get("name") in ("plan", "decide"):
+            found: dict[str, Any] = function.get("parameters", {}).get("properties", {})
+            return found.get("steps", {})
+    return {}
+
+
+def step_tools(request: dict[str, Any]) -> list[str]:
+    """The tools a plan decision offers as tool steps: the one `enum` value of the `tool` of
+    each tool-step object its `steps` schema offers (none when it offers none)."""
+    branches = steps_schema(request).get("items", {}).get("anyOf", [])
+    return [
+        branch["properties"]["tool"]["enum"][0]
+        for branch in branches
+        if "tool" in branch.get("properties", {})
+    ]

@@ -120,7 +120,7 @@ def test_caller_tools_reach_executor_and_planner(mode: Mode) -> None:
     result = run(build_plan_execute_graph(model, [lookup]), "Tell me about cats", mode)
 
     assert result["executed_steps"][0]["result"] == "cats purr"
-    assert "lookup: Look a fact up." in model.requests_of("planner")[0].prompt
+    assert "- lookup(query): Look a fact up" in model.requests_of("planner")[0].prompt
     executor_requests = model.requests_of("executor")
     assert executor_requests[0].tools[0] == "lookup"
     assert "fact about cats" in executor_requests[1].prompt

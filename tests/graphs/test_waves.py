@@ -18,6 +18,7 @@ from replan.graphs.errors import PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.planner import PlanArgs, accept_plan, plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
+from replan.graphs.step_numbers import Numbering
 from tests.support.fake_models import (
     FakeChatModel,
     Mode,
@@ -56,7 +57,8 @@ def test_a_plan_takes_strings_objects_and_objects_written_as_json() -> None:
     args = PlanArgs(
         steps=["a", step("b"), {"step": "c", "depends_on": [2, 1, 2]}, '{"step": "d"}', " e "]
     )
-    assert args.positions() == [("a", []), ("b", []), ("c", [1, 2]), ("d", [3]), ("e", [4])]
+    planned = [(s["step"], s["depends_on"]) for s in accept_plan(args)]
+    assert planned == [("a", []), ("b", []), ("c", [1, 2]), ("d", [3]), ("e", [4])]
 
 
 @pytest.mark.parametrize(
@@ -108,13 +110,15 @@ def test_a_replanned_step_keeps_its_id_and_the_results_it_was_planned_to_use() -
         {"id": 1, "step": "fetch a", "result": "A"},
         {"id": 2, "step": "fetch b", "result": "B"},
     ]
-    again = accept_plan(PlanArgs(steps=["check", "merge"]), keep=first[2:], done=done)
+    numbering = Numbering.replan(first[2:], done)
+    assert numbering.first == 4  # new steps continue the count
+    again = accept_plan(PlanArgs(steps=["check", "merge"]), numbering)
     assert again == [
         {"id": 4, "step": "check", "depends_on": []},
         {"id": 3, "step": "merge", "depends_on": [1, 2, 4]},
     ]
     assert plan_items(again) == ["check", "merge"]
-    assert format_plan(again) == "1. check\n2. merge"
+    assert format_plan(again) == "4. check [after: nothing]\n3. merge [after: 1, 2, 4]"
 
 
 def test_a_plan_is_shown_with_what_each_step_waits_for() -> None:

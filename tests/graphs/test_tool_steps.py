@@ -1,0 +1,473 @@
+"""Tool steps: plan items that call the run's own tools directly, with no model call; their
+references, the mistakes corrected before anything runs, calls not made twice, the `plan`
+schema in every decision mode, numbers that do not move across a replan, and `tool_steps="off"`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException, tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from replan.graphs.context import DECISION_MODES, Context, DecisionMode
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.planner import plan_tool
+from replan.graphs.prompts import DEFAULT_PROMPTS
+from replan.graphs.tool_steps import OwnTools, number_at_end, substitute
+from replan.testing import ScriptedOpenAIServer, tool_call
+from replan.testing import plan_script as script
+from replan.testing.requests import step_tools, steps_schema
+from tests.support.fake_models import FakeChatModel, Mode, Request, both_modes, call, run, text
+from tests.support.kill_gates import kill_at_gate
+from tests.support.tool_step_child import CALLS_FILE, GATE_FILE, THREAD, looked_up
+
+PRICES = {"A": 4.2, "B": 1.5}
+
+
+@dataclass
+class Kit:
+    """The test's tools, recording every call they get; `together` makes the first
+    `together.parties` calls of `price` wait for each other (proof they run side by side)."""
+
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    together: threading.Barrier | None = None
+    flaky_failures: int = 1
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        kit = self
+
+        @tool
+        def price(item: str) -> str:
+            """The price of an item, in EUR. Other text here."""
+            kit.calls.append(("price", item))
+            if kit.together is not None:
+                kit.together.wait()
+            return f"{PRICES[item]:.2f}"
+
+        @tool
+        def double(value: float) -> float:
+            """Double a number."""
+            kit.calls.append(("double", value))
+            return value * 2
+
+        @tool
+        def note(text: str) -> str:
+            """Write a note."""
+            kit.calls.append(("note", text))
+            return f"noted: {text}"
+
+        @tool
+        def flaky(city: str) -> str:
+            """A forecast service that is busy at first."""
+            kit.calls.append(("flaky", city))
+            if kit.flaky_failures:
+                kit.flaky_failures -= 1
+                raise ToolException("Error: busy, try again")
+            return f"{city}: 13.4 °C"
+
+        return [price, double, note, flaky]
+
+
+def plan_call(*steps: Any) -> AIMessage:
+    return call("plan", steps=list(steps))
+
+
+def respond(response: str) -> AIMessage:
+    return call("respond", response=response)
+
+
+def price_step(item: str, *depends_on: int) -> dict[str, Any]:
+    step: dict[str, Any] = {"tool": "price", "args": {"item": item}}
+    if depends_on:
+        step["depends_on"] = list(depends_on)
+    return step
+
+
+def report(request: Request) -> AIMessage:
+    return text("report on " + request.prompt.rsplit("# Your step\n", 1)[-1])
+
+
+WHEN_NEEDED = Context(replan="when_needed")
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "tool-steps"}}
+
+
+def final_state(graph: Any) -> dict[str, Any]:
+    values: dict[str, Any] = graph.get_state(CONFIG).values
+    return values
+
+
+# --- running tool steps -----------------------------------------------------------------------
+
+
+@both_modes
+def test_tool_steps_of_a_wave_run_side_by_side_with_no_model_call(mode: Mode) -> None:
+    kit = Kit(together=threading.Barrier(2, timeout=10))
+    model = FakeChatModel(
+        planner=[
+            plan_call(price_step("A"), price_step("B"), {"step": "Add", "depends_on": [1, 2]})
+        ],
+        executor=[report],
+        replanner=[respond("5.70")],
+    )
+    graph = build_plan_execute_graph(model, kit.tools)
+    result = run(graph, "Total of A and B", mode, context=WHEN_NEEDED)
+
+    assert result["response"] == "5.70"
+    assert sorted(kit.calls) == [("price", "A"), ("price", "B")]  # met at the barrier
+    first, second, added = result["executed_steps"][:2] + result["executed_steps"][2:]
+    assert {first["step"], second["step"]} == {'price(item="A")', 'price(item="B")'}
+    assert first["status"] == second["status"] == "done"
+    assert {(d["id"], d["result"]) for d in (first, second)} == {(1, "4.20"), (2, "1.50")}
+    (executor,) = model.requests_of("executor")  # only the text step asked the model
+    assert "4.20" in executor.prompt and "1.50" in executor.prompt
+    assert added["result"] == "report on Add"
+
+
+@both_modes
+def test_a_chain_of_references_passes_numbers_and_text(mode: Mode) -> None:
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[
+            plan_call(
+                price_step("A"),
+                {"tool": "double", "args": {"value": "$1"}},
+                {"tool": "note", "args": {"text": "A costs $1 EUR, twice that is $2"}},
+            )
+        ],
+        replanner=[respond("done")] * 3,
+    )
+    result = run(build_plan_execute_graph(model, kit.tools), "Chain", mode, context=WHEN_NEEDED)
+
+    assert kit.calls == [
+        ("price", "A"),
+        ("double", 4.2),
+        ("note", "A costs 4.20 EUR, twice that is 8.4"),
+    ]
+    assert [d["args"] for d in result["executed_steps"]] == [
+        {"item": "A"},
+        {"value": 4.2},
+        {"text": "A costs 4.20 EUR, twice that is 8.4"},
+    ]
+    assert result["executed_steps"][1]["step"] == "double(value=4.2)"
+    assert not model.requests_of("executor")
+    assert len(model.requests_of("replanner")) == 1  # three waves, one question at the end
+
+
+def test_substitution_whole_inline_and_numbers() -> None:
+    parameters = {
+        "properties": {
+            "text": {"type": "string"},
+            "amount": {"type": "number"},
+            "count": {"type": "integer"},
+            "maybe": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+            "items": {"type": "array", "items": {"type": "string"}},
+        }
+    }
+    results = {1: " kettle costs 24.90 EUR ", 2: "40", 3: "P-200: 40 in stock", 4: "8.0 km"}
+    args = {
+        "text": "$1",
+        "amount": "$1",
+        "count": "$2",
+        "maybe": "$4",
+        "items": ["$3", "x $2 y"],
+    }
+    assert substitute(args, results, parameters) == {
+        "text": "kettle costs 24.90 EUR",
+        "amount": 24.9,
+        "count": 40,
+        "maybe": 8.0,
+        "items": ["P-200: 40 in stock", "x 40 y"],
+    }
+    # no number at the end: the text goes, and the tool says what is wrong with it
+    assert substitute({"amount": "$3"}, results, parameters) == {"amount": "P-200: 40 in stock"}
+    assert substitute({"count": "$4"}, results, parameters) == {"count": 8}
+    assert [number_at_end(t) for t in ("-3", "1e3", "12 apples here", "")] == [
+        -3,
+        1000.0,
+        None,
+        None,
+    ]
+
+
+# --- mistakes are corrected, not run -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ([{"tool": "weather", "args": {"city": "Oslo"}}], "step 1: there is no tool `weather`"),
+        (
+            [{"tool": "price", "args": {"item": 3}}],
+            "the arguments of `price` do not fit its schema",
+        ),
+        ([{"tool": "price", "args": {}}], "`price` needs the argument 'item'"),
+        ([{"tool": "price", "args": {"item": "A", "size": 2}}], "`price` has no argument 'size'"),
+        ([{"tool": "double", "args": {"value": "$1"}}], "step 1 refers to itself"),
+        (
+            [{"tool": "double", "args": {"value": "$2"}}, price_step("A")],
+            "step 1 refers to $2, which comes after it",
+        ),
+        (
+            [price_step("A"), {"tool": "double", "args": {"value": "$5"}}],
+            "refers to $5, but the list",
+        ),
+        ([price_step("A", 2), price_step("B")], "step 1 depends on step 2, which comes after it"),
+    ],
+    ids=["unknown-tool", "bad-type", "missing-arg", "extra-arg", "self", "later", "missing", "dep"],
+)
+def test_each_kind_of_mistake_is_corrected_before_anything_runs(
+    bad: list[Any], problem: str
+) -> None:
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[plan_call(*bad), plan_call(price_step("B"))], replanner=[respond("1.50")]
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    run(graph, "Price of B", config=CONFIG)
+
+    assert kit.calls == [("price", "B")]  # nothing of the mistaken plan ran
+    correction = model.requests_of("planner")[1].prompt
+    assert problem in correction
+    assert final_state(graph)["corrected_mistakes"] == 1
+
+
+# --- the same call is not made twice ------------------------------------------------------
+
+
+@both_modes
+def test_a_repeated_call_takes_the_earlier_result(mode: Mode) -> None:
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[plan_call(price_step("A"))],
+        replanner=[plan_call(price_step("A"), price_step("B")), respond("ok")],
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Prices", mode, config=CONFIG)
+
+    assert kit.calls == [("price", "A"), ("price", "B")]
+    again = result["executed_steps"][1]
+    assert (again["id"], again["result"], again["reused_from"]) == (2, "4.20", 1)
+    assert final_state(graph)["reused_calls"] == 1
+
+
+def test_the_same_call_twice_in_one_wave_is_made_once() -> None:
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[plan_call(price_step("A"), price_step("A"))], replanner=[respond("ok")]
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Prices", config=CONFIG, context=WHEN_NEEDED)
+
+    assert kit.calls == [("price", "A")]
+    assert [d.get("reused_from") for d in result["executed_steps"]] == [None, 1]
+
+
+@both_modes
+def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: Mode) -> None:
+    kit = Kit()
+    flaky = {"tool": "flaky", "args": {"city": "Oslo"}}
+    note = {"tool": "note", "args": {"text": "$1"}}
+    model = FakeChatModel(
+        planner=[plan_call(flaky, note)],
+        replanner=[plan_call(flaky, note), respond("13.4 °C")],  # note: still step 2
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Weather", mode, config=CONFIG)
+
+    assert kit.calls == [("flaky", "Oslo"), ("flaky", "Oslo")]  # note never ran
+    failed, skipped, retried = sorted(result["executed_steps"], key=lambda d: d["id"])
+    assert (failed["status"], failed["result"]) == ("failed", "Error: busy, try again")
+    assert skipped["status"] == "failed" and "refers to the result of step 1" in skipped["result"]
+    assert (retried["status"], retried["result"]) == ("done", "Oslo: 13.4 °C")
+    assert "reused_from" not in retried
+    assert (
+        'flaky(city="Oslo") → Error: busy, try again [failed]'
+        in model.requests_of("replanner")[0].prompt
+    )
+
+
+# --- numbers that do not move ---------------------------------------------------------------
+
+
+@both_modes
+def test_numbers_are_kept_across_a_replan(mode: Mode) -> None:
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[plan_call(price_step("A"), "Summarise the price")],
+        executor=[report, report],
+        replanner=[
+            plan_call(
+                "Summarise the price",  # re-listed: keeps number 2
+                {"tool": "double", "args": {"value": "$1"}},  # 4: a done step's result
+                {"step": "Report both", "depends_on": [2, 4]},  # 5
+            ),
+            plan_call({"step": "Report both", "depends_on": [2, 4]}),  # re-listed: still 5
+            respond("ok"),
+        ],
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Price and double", mode, config=CONFIG)
+
+    first_replan, second_replan, _ = (r.prompt for r in model.requests_of("replanner"))
+    assert '1. price(item="A") → 4.20' in first_replan
+    assert "2. Summarise the price" in first_replan
+    assert "numbered from 3" in first_replan
+    assert "4. double(value=4.2) → 8.4" in second_replan
+    assert "5. Report both [after: 2, 4]" in second_replan
+    assert "numbered from 6" in second_replan
+    assert [(d["id"], d["step"]) for d in result["executed_steps"]] == [
+        (1, 'price(item="A")'),
+        (2, "Summarise the price"),
+        (4, "double(value=4.2)"),
+        (5, "Report both"),
+    ]
+    summary = next(r for r in model.requests_of("executor") if "Report both" in r.prompt).prompt
+    assert "report on Summarise the price" in summary and "8.4" in summary
+
+
+# --- the plan schema in every decision mode; tool_steps="off" -----------------------------
+
+
+def _no_refs(value: Any) -> bool:
+    return "$ref" not in json.dumps(value)
+
+
+@pytest.mark.parametrize("mode", DECISION_MODES)
+def test_every_decision_mode_offers_the_tools_in_the_plan_schema(
+    mode: DecisionMode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    kit = Kit()
+
+    def responder(request: dict[str, Any]) -> Any:
+        if script.classify(request).role == "planner":
+            return tool_call("plan", {"steps": [price_step("A")]})
+        return tool_call("respond", {"response": "4.20"})
+
+    with ScriptedOpenAIServer(responder) as server:
+        context = Context(model="m", base_url=server.base_url, max_retries=0, decision_mode=mode)
+        result = run(build_plan_execute_graph(tools=kit.tools), "Price of A", context=context)
+        planner = server.requests[0]
+
+    assert result["response"] == "4.20" and kit.calls == [("price", "A")]
+    assert step_tools(planner) == ["price", "double", "note", "flaky"]
+    branches = steps_schema(planner)["items"]["anyOf"]
+    double = next(
+        b for b in branches if b.get("properties", {}).get("tool") == {"enum": ["double"]}
+    )
+    assert double["additionalProperties"] is False
+    arguments = double["properties"]["args"]
+    assert arguments["additionalProperties"] is False and arguments["required"] == ["value"]
+    assert arguments["properties"]["value"]["anyOf"][0]["type"] == "number"
+    assert _no_refs(planner) and "const" not in json.dumps(steps_schema(planner))
+
+
+TODAYS_PLAN_PARAMETERS = {
+    "properties": {
+        "steps": {
+            "items": {
+                "anyOf": [
+                    {"type": "string"},
+                    {
+                        "description": "A step with its dependencies: 1-based positions of "
+                        "earlier steps of the same list.\nWithout `depends_on` it runs after the "
+                        "step before it, like a plain string.",
+                        "properties": {
+                            "step": {"title": "Step", "type": "string"},
+                            "depends_on": {
+                                "anyOf": [
+                                    {"items": {"type": "integer"}, "type": "array"},
+                                    {"type": "null"},
+                                ],
+                                "default": None,
+                                "title": "Depends On",
+                            },
+                        },
+                        "required": ["step"],
+                        "title": "PlanStepArgs",
+                        "type": "object",
+                    },
+                ]
+            },
+            "minItems": 1,
+            "title": "Steps",
+            "type": "array",
+            "description": DEFAULT_PROMPTS.plan_steps,
+        }
+    },
+    "required": ["steps"],
+    "type": "object",
+}
+"""The `plan` parameters before tool steps existed: what `tool_steps="off"` still sends."""
+
+
+def test_off_keeps_the_plan_schema_and_prompt_and_refuses_tool_steps() -> None:
+    kit = Kit()
+    assert plan_tool(DEFAULT_PROMPTS).parameters == TODAYS_PLAN_PARAMETERS
+    assert plan_tool(DEFAULT_PROMPTS, OwnTools(kit.tools)).parameters != TODAYS_PLAN_PARAMETERS
+    model = FakeChatModel(
+        planner=[plan_call(price_step("A")), plan_call("Find the price of A")],
+        executor=[call("price", item="A"), text("A costs 4.20")],
+        replanner=[respond("4.20")],
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    run(graph, "Price of A", config=CONFIG, context=Context(tool_steps="off"))
+
+    first, second = model.requests_of("planner")
+    assert first.messages[0].content == DEFAULT_PROMPTS.planner.format(
+        tools="\n".join(f"- {t.name}: {t.description}" for t in graph_tools(kit))
+    )
+    assert "tool steps are not offered in this run" in second.prompt
+    assert kit.calls == [("price", "A")]  # by the executor's model, as before
+    assert final_state(graph)["executed_steps"][0]["result"] == "A costs 4.20"
+
+
+def graph_tools(kit: Kit) -> list[BaseTool]:
+    """The tools the executor of a default run is offered: the kit's, then the task tools."""
+    from replan.graphs.tool_offers import tool_offers
+
+    return list(tool_offers(kit.tools, "en")["compact"].tools)
+
+
+# --- a crash in the middle of a wave of tool steps ------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_run_killed_in_a_wave_of_tool_steps_resumes_without_calling_done_ones_again(
+    tmp_path: Path,
+) -> None:
+    """Four look-ups in one wave; the fourth holds until the other three's results are saved,
+    then the process is killed. Resumed, only the fourth runs again."""
+    command = [sys.executable, "-m", "tests.support.tool_step_child", str(tmp_path)]
+    child = subprocess.Popen(
+        [*command, "run"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    kill_at_gate(child, tmp_path / GATE_FILE)
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:
+        saved = db.execute(
+            "SELECT count(DISTINCT task_id) FROM writes WHERE thread_id = ? "
+            "AND channel = 'executed_steps'",
+            (THREAD,),
+        ).fetchone()[0]
+    assert saved == 3
+    assert sorted(looked_up(tmp_path)) == [1, 2, 3, 4]
+
+    resumed = subprocess.run([*command, "resume"], text=True, capture_output=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(looked_up(tmp_path)) == [1, 2, 3, 4, 4]  # only the unfinished one again
+    outcome = json.loads(resumed.stdout)
+    assert outcome["response"] == "looked up 4 things"
+    assert sorted(outcome["ids"]) == [1, 2, 3, 4]  # each step recorded once
+    assert (tmp_path / CALLS_FILE).exists()
