@@ -2,7 +2,8 @@
 
 Runs the suite of `benchmarks/objectives.py` (each objective with deterministic local tools
 and an answer checked by code) with three designs on the same OpenAI-compatible server:
-replan with default settings, replan with `replan="when_needed"`, and the tutorial's
+replan with default settings (tool steps offered), replan with `replan="when_needed"`, replan
+with `tool_steps="off"` (every step through an executor model loop), and the tutorial's
 plan-and-execute design (`benchmarks/tutorial.py`). For every run it prints whether the answer
 was right, model calls, input/output tokens as the server reported them (LangChain's
 `UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
@@ -62,9 +63,17 @@ from replan.state.tasks import TaskContext  # noqa: E402
 from replan.testing import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
 
-DESIGNS = ("replan", "when_needed", "tutorial")
-"""replan with default settings, replan with replan="when_needed", the tutorial's design."""
-WAVE_NODES = {"replan": EXECUTOR, "when_needed": EXECUTOR, "tutorial": "agent"}
+DESIGNS = ("replan", "when_needed", "tool_steps_off", "tutorial")
+"""replan with default settings, replan with replan="when_needed", replan with
+tool_steps="off", the tutorial's design."""
+WAVE_NODES = {
+    "replan": EXECUTOR,
+    "when_needed": EXECUTOR,
+    "tool_steps_off": EXECUTOR,
+    "tutorial": "agent",
+}
+BASELINES = {"tutorial": "tutorial", "tool_steps_off": "replan"}
+"""Ratios printed: every other design against the tutorial's; replan against tool steps off."""
 """The node that carries out one plan step, in each design."""
 
 
@@ -207,6 +216,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
                 model=server.model,
                 base_url=server.base_url,
                 replan="when_needed" if design == "when_needed" else "each_wave",
+                tool_steps="off" if design == "tool_steps_off" else "auto",
                 timeout=bounds.request_timeout,
                 max_retries=MODEL_RETRIES,
             )
@@ -260,6 +270,11 @@ class Totals:
     """Added up over the runs that count them (none for the tutorial's design)."""
     wall: float = 0.0
 
+    @property
+    def calls_per_solved(self) -> float | None:
+        """Model calls per solved objective (None when none was solved)."""
+        return self.model_calls / self.solved if self.solved else None
+
 
 def _plus(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + value
@@ -281,24 +296,35 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
     return by_design
 
 
-RATIO_FIELDS = ("solved", "model_calls", "input_tokens", "output_tokens", "wall")
+RATIO_FIELDS = (
+    "solved",
+    "model_calls",
+    "calls_per_solved",
+    "input_tokens",
+    "output_tokens",
+    "wall",
+)
 
 
 def ratios(by_design: dict[str, Totals]) -> dict[str, dict[str, float | None]]:
-    """Each replan design's totals divided by the tutorial's (None where either is unknown
-    or the tutorial's is 0)."""
-    base = by_design.get("tutorial")
-    if base is None:
-        return {}
+    """The totals of designs divided by those of a baseline (`BASELINES`: every replan design
+    by the tutorial's, replan by tool steps off), None where either is unknown or the
+    baseline's is 0."""
     out: dict[str, dict[str, float | None]] = {}
-    for design, total in by_design.items():
-        if design == "tutorial":
+    for baseline, compared in BASELINES.items():
+        base = by_design.get(baseline)
+        if base is None:
             continue
-        row: dict[str, float | None] = {}
-        for name in RATIO_FIELDS:
-            top, bottom = getattr(total, name), getattr(base, name)
-            row[name] = None if top is None or not bottom else top / bottom
-        out[f"{design}/tutorial"] = row
+        for design, total in by_design.items():
+            if design == baseline or (compared != "tutorial" and design != compared):
+                continue
+            if compared == "tutorial" and design == "tutorial":
+                continue
+            row: dict[str, float | None] = {}
+            for name in RATIO_FIELDS:
+                top, bottom = getattr(total, name), getattr(base, name)
+                row[name] = None if top is None or not bottom else top / bottom
+            out[f"{design}/{baseline}"] = row
     return out
 
 
@@ -314,7 +340,7 @@ def _counter_cells(counted: dict[str, int]) -> list[str]:
 
 COLUMNS = (
     ("objective", 18),
-    ("design", 12),
+    ("design", 16),
     ("solved", 7),
     ("calls", 6),
     ("in tok", 8),

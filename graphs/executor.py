@@ -177,13 +177,12 @@ class Executor(ModelNode):
         step = run["step"]
         tool, args = step.get("tool", ""), step.get("args") or {}
         results = {done["id"]: done for done in run["dependencies"] if "id" in done}
-        executed: ExecutedStep = {
-            "id": step["id"],
-            "step": step["step"],
-            "tool": tool,
-            "args": args,
-            "status": "failed",
-        }
+
+        def record(result: str, status: StepStatus, called: dict[str, Any]) -> ExecutedStep:
+            shown = format_call(tool, called) if called is not args else step["step"]
+            return {"id": step["id"], "step": shown, "result": result, "status": status,
+                    "tool": tool, "args": called}  # fmt: skip
+
         unready = sorted(
             n
             for n in references(args)
@@ -191,15 +190,14 @@ class Executor(ModelNode):
         )
         if unready:
             result = self.prompts.tool_step_not_run.format(steps=", ".join(map(str, unready)))
-            return {"executed_steps": [{**executed, "result": result}]}
+            return {"executed_steps": [record(result, "failed", args)]}
         if tool not in self.own_tools.by_name:
             result = self.prompts.tool_step_no_tool.format(tool=tool)
-            return {"executed_steps": [{**executed, "result": result}]}
+            return {"executed_steps": [record(result, "failed", args)]}
         texts = {number: done["result"] for number, done in results.items()}
         called = substitute(args, texts, self.own_tools.parameters[tool])
-        executed.update(step=format_call(tool, called), args=called)
         if same := same_call(tool, called, run.get("earlier_calls", [])):
-            reused: ExecutedStep = {**executed, "result": same["result"], "status": "done"}
+            reused = record(same["result"], "done", called)
             reused["reused_from"] = same["id"]
             return {"executed_steps": [reused], "reused_calls": 1}
         call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
@@ -207,9 +205,9 @@ class Executor(ModelNode):
         messages = answer.get("messages", []) if isinstance(answer, dict) else answer
         message = messages[-1] if messages else None
         if not isinstance(message, ToolMessage):
-            return {"executed_steps": [{**executed, "result": str(answer), "status": "done"}]}
+            return {"executed_steps": [record(str(answer), "done", called)]}
         status: StepStatus = "failed" if message.status == "error" else "done"
-        return {"executed_steps": [{**executed, "result": message.text, "status": status}]}
+        return {"executed_steps": [record(message.text, status, called)]}
 
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each

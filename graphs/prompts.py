@@ -93,26 +93,20 @@ REPLANNER_TASK = """# Objective
 # Task list
 {tasks}{repeated}
 
-The steps of a new plan are numbered from {next}."""
+Steps of a new plan are numbered from {next}."""
 
-PLANNER_TOOL_STEPS = """You plan how to meet the user's objective: call `plan` once with the \
-steps, numbered 1, 2, ... in the order you list them.
-- A tool step {{"tool": NAME, "args": {{...}}}} calls that tool directly: use one for each tool \
-call whose arguments you know. In args, "$N" stands for the result of step N.
-- Any other step is a text, or {{"step": "...", "depends_on": [N, ...]}}, for an agent that sees \
-only the objective, that text and the results of the steps it depends on.
-A step runs once the steps it names are done (a plain string: after the step before it), so \
-steps that need nothing of each other run side by side. Make the last step give the answer.
-Tools:
+PLANNER_TOOL_STEPS = """Plan the user's objective: call `plan` with steps numbered 1, 2, ...
+A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step N's result.
+Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent that sees only \
+it, the objective and the results it depends on.
+A step waits for the steps it names (a plain string: for the step before it); the last step \
+gives the answer. Tools:
 {tools}"""
 """The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
 
-REPLANNER_TOOL_STEPS = """You check how work on an objective is going. When the results below \
-meet it, call `respond` with the full final answer. Otherwise call `plan` with only the steps \
-still to do, written as in the plan: tool steps {{"tool", "args"}} for tool calls (copy figures \
-from the results, or write "$N" for the result of step N) and text steps for the rest. \
-`depends_on` and "$N" may name done steps and steps you list before. A failed step fails again \
-unless you change it."""
+REPLANNER_TOOL_STEPS = """If the results below meet the objective, call `respond` with the \
+full answer. Else call `plan` with only the steps still to do, as in a plan: tool steps (with \
+figures from the results, or "$N") and text steps. A failed step fails again unless changed."""
 """The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
 
 REPEATED_STEPS = """

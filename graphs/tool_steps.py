@@ -159,10 +159,9 @@ def error_text(error: Exception) -> str:
 
 def _needs_state(tool: BaseTool) -> bool:
     """Whether `tool` takes arguments the graph injects (state, runtime) rather than the model."""
-    schema = tool.tool_call_schema
-    given = (
-        set(schema.model_fields) if isinstance(schema, type) else set(schema.get("properties", {}))
-    )
+    schema: Any = tool.tool_call_schema
+    model = _checkable(schema)
+    given = set(model.model_fields) if model else set(schema.get("properties", {}))
     return not set(tool.args) <= given
 
 

@@ -138,7 +138,7 @@ def test_every_run_gets_fresh_tools(capsys: pytest.CaptureFixture[str]) -> None:
 def test_recovered_text_calls_are_read_from_replans_state(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["--objective", "flaky_weather", "--design", "replan", "--json"]
+    argv = ["--objective", "flaky_weather", "--design", "tool_steps_off", "--json"]
     assert main([*argv, "--quirk", "calls_as_text=tagged"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["solved"] and run["counters"]["recovered_calls"] == 4  # plan, 2 x weather, respond
@@ -155,7 +155,12 @@ def test_fallbacks_are_counted_for_replan_designs_and_not_for_the_tutorial(
     report = json.loads(capsys.readouterr().out)
     counted = {run["design"]: run["counters"] for run in report["runs"]}
     replan_counts = {"corrected_mistakes": 0, "recovered_calls": 0, "fallbacks": 1}
-    assert counted == {"replan": replan_counts, "when_needed": replan_counts, "tutorial": {}}
+    assert counted == {
+        "replan": replan_counts,
+        "when_needed": replan_counts,
+        "tool_steps_off": replan_counts,
+        "tutorial": {},
+    }
     assert report["totals"]["tutorial"]["counters"] == {}
     assert main(argv) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
