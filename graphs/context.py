@@ -38,6 +38,11 @@ ToolStepsChoice = Literal["auto", "off"]
 TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
 """Whether plans may hold tool steps (`replan.graphs.tool_steps`): "auto" offers them whenever
 the run has tools of its own, "off" never does."""
+AnswerMode = Literal["plain", "decision"]
+ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
+DEFAULT_ANSWER: AnswerMode = "plain"
+"""How a run's final answer is written once the replanner decides to respond: by a plain model
+request from the objective and the results ("plain"), or inside the `respond` decision."""
 DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
 DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
 """How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
@@ -210,6 +215,16 @@ class Context:
         },
     )
 
+    answer: AnswerMode = field(
+        default=DEFAULT_ANSWER,
+        metadata={
+            "description": "How the final answer is written once the replanner decides to "
+            "respond: 'plain' (a plain-text model request, no tools and no response_format, "
+            "from the objective and the step results) or 'decision' (the text of the `respond` "
+            "decision itself)."
+        },
+    )
+
     price_in: float | None = field(
         default=None,
         metadata={
@@ -247,6 +262,7 @@ class Context:
         check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
         check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
+        check_choice("answer", self.answer, ANSWER_MODES)
         check_price("price_in", self.price_in, allow_none=True)
         check_price("price_out", self.price_out, allow_none=True)
         if (self.price_in is None) != (self.price_out is None):

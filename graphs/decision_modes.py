@@ -19,6 +19,15 @@ Every mode reads a reply the same way in the end: a reply that carries no usable
 accepted, the refused modes are never asked for again in this run (`DecisionModes`: the run's
 `decision_mode` state channel remembers it, and a stream event says it). When every mode is
 refused the server's first error goes up as `ModelUnavailableError`, as any other HTTP error.
+
+A server may also accept a mode and not enforce it: llama.cpp's server ignores a named
+`tool_choice`, Ollama every `tool_choice`, and a small model then answers in prose, often run
+on to the token limit. So when `MISTAKES_BEFORE_FALLBACK` replies in a row within one decision
+carry no decision in the form asked for (no tool call, no JSON object, cut off), the run falls
+back for the rest of the run, in the same way and with the same record (its `reason` is
+"mistakes", its `status` None): from a tool mode to `json_schema` (a server that lets a forced
+call come back as prose enforces no `tool_choice`, named or not), from `json_schema` to
+`json_object`. The new mode starts the decision afresh, with its own `retries`.
 """
 
 from __future__ import annotations
@@ -60,6 +69,15 @@ DECIDE_TOOL_NAME = "decide"
 REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
 """HTTP statuses with which servers refuse a `tool_choice` or `response_format` they do not
 support (llama-cpp-python: 500 with an empty message)."""
+MISTAKES_BEFORE_FALLBACK = 2
+"""Replies in a row, within one decision, without a decision in the form asked for, after which
+a run asks in the next mode of `MISTAKE_FALLBACKS`."""
+MISTAKE_FALLBACKS: dict[DecisionMode, DecisionMode] = {
+    "tool_required": "json_schema",
+    "tool_named": "json_schema",
+    "json_schema": "json_object",
+}
+"""Where a run goes when its model keeps answering a mode's requests without a decision."""
 STREAM_KEY = "decision_mode"
 """Key of the custom stream event (`stream_mode="custom"`) sent when a run falls back."""
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
@@ -130,10 +148,12 @@ def decision_schema(tools: Sequence[DecisionTool]) -> dict[str, Any]:
 
 
 class ModelMistake(Exception):
-    """A reply that does not carry a usable decision."""
+    """A reply that does not carry a usable decision; `form` when it carries none in the form
+    asked for at all (no tool call, no JSON object, cut off), rather than a wrong one."""
 
-    def __init__(self, problem: str, sent: str) -> None:
+    def __init__(self, problem: str, sent: str, *, form: bool = False) -> None:
         self.problem = problem
+        self.form = form
         self.sent = sent if len(sent) <= SENT_PREVIEW_CHARS else sent[:SENT_PREVIEW_CHARS] + "…"
         super().__init__(f"{problem}: {self.sent}")
 
@@ -148,7 +168,7 @@ def _one_call(reply: AIMessage, offered: Sequence[str]) -> tuple[str, dict[str, 
         )
     if not reply.tool_calls:
         text = reply.text
-        raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)")
+        raise ModelMistake("no tool call", repr(text) if text else "(an empty reply)", form=True)
     if len(reply.tool_calls) > 1:
         names = ", ".join(call["name"] for call in reply.tool_calls)
         raise ModelMistake("more than one tool call; exactly one is needed", names)
@@ -181,7 +201,7 @@ def read_fields(args: Any, tools: Sequence[DecisionTool], sent: str) -> BaseMode
     """The decision an object of fields holds: the arguments of the one tool whose fields it
     gives, validated; ModelMistake otherwise."""
     if not isinstance(args, dict):
-        raise ModelMistake(f"a JSON {type(args).__name__} instead of an object", sent)
+        raise ModelMistake(f"a JSON {type(args).__name__} instead of an object", sent, form=True)
     chosen = [tool for tool in tools if not args.keys().isdisjoint(_fields(tool))]
     if len(tools) > 1 and len(chosen) != 1:
         raise ModelMistake(f"exactly one of {_field_list(tools)} is needed", sent)
@@ -201,7 +221,7 @@ def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseM
     try:
         args = json.loads(fenced[1] if fenced else text)
     except ValueError:
-        raise ModelMistake("the reply is not a JSON object", sent) from None
+        raise ModelMistake("the reply is not a JSON object", sent, form=True) from None
     return read_fields(args, tools, sent)
 
 
@@ -235,7 +255,7 @@ class Request:
         truncated call could pass for a whole one (a decision written as text that still
         parses whole is taken)."""
         if cut_off(reply) and reply.tool_calls and not recovered_calls(reply):
-            raise ModelMistake("cut off", "")
+            raise ModelMistake("cut off", "", form=True)
         if self.kind == "json":
             return read_json_decision(reply, self.tools)
         if self.kind == "decide":
@@ -368,11 +388,34 @@ class DecisionModes:
                 "asked": request.asked,
                 "status": status,
                 "fallback": to,
+                "reason": "refused",
             }
             fallbacks.append(fallback)
             _announce(fallback)
         self.record = {"mode": to, "fallbacks": fallbacks}
         self.changed = True
+
+    def give_up(self, request: Request) -> bool:
+        """Leave the mode asked in now for the model's mistakes in it (its replies to `request`
+        carried no decision), for its `MISTAKE_FALLBACKS` mode (skipping modes the server
+        refused before); record and announce it. False when there is no mode to go to."""
+        left = self.mode
+        to = MISTAKE_FALLBACKS.get(left)
+        if to is None:
+            return False
+        fallback: DecisionFallback = {
+            "refused": left,
+            "asked": request.asked,
+            "status": None,
+            "fallback": to,
+            "reason": "mistakes",
+        }
+        fallbacks = [*fallbacks_of(self.record), fallback]
+        self.record = {"mode": left, "fallbacks": fallbacks}
+        self.record["mode"] = self.mode  # `to`, or where a refusal of `to` led before
+        self.changed = True
+        _announce(fallback)
+        return True
 
     def update(self) -> dict[str, Any]:
         """`{"decision_mode": record}` when this node fell back, else nothing."""
@@ -454,7 +497,9 @@ def decide(
     max_tokens: int,
     modes: DecisionModes | None = None,
 ) -> Steps[Decision]:
-    """Ask `model` for exactly one of `tools`; correct and retry up to `retries` times.
+    """Ask `model` for exactly one of `tools`; correct and retry up to `retries` times (in each
+    mode: after `MISTAKES_BEFORE_FALLBACK` replies in a row without a decision in the form
+    asked for, the run falls back to another mode, see the module docstring).
 
     `modes` says how to ask (default: `tool_required`) and records a fallback. A reply cut off
     at its `max_tokens` limit is a mistake (the model is told so), unless its decision was
@@ -464,8 +509,8 @@ def decide(
     """
     modes = modes or DecisionModes()
     conversation = list(messages)
-    recovered = 0
-    for mistakes in range(retries + 1):  # each turn after the first follows a corrected one
+    recovered = mistakes = attempts = in_a_row = 0
+    while True:
         request, reply = yield from _ask(model, conversation, tools, prompts, modes)
         recovered += recovered_calls(reply)
         try:
@@ -474,8 +519,15 @@ def decide(
             mistake = exc
             if cut_off(reply):
                 problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
-                mistake = ModelMistake(problem, _reply_preview(reply))
-            conversation.append(HumanMessage(request.correction(mistake, prompts)))
-    raise PlanExecuteError(
-        node, f"{mistake.problem}, still after {retries + 1} attempts", mistake.sent
-    )
+                mistake = ModelMistake(problem, _reply_preview(reply), form=True)
+        mistakes += 1
+        attempts += 1
+        in_a_row = in_a_row + 1 if mistake.form else 0
+        if in_a_row >= MISTAKES_BEFORE_FALLBACK and modes.give_up(request):
+            conversation, attempts, in_a_row = list(messages), 0, 0  # afresh in the new mode
+            continue
+        if attempts > retries:
+            raise PlanExecuteError(
+                node, f"{mistake.problem}, still after {attempts} attempts", mistake.sent
+            )
+        conversation.append(HumanMessage(request.correction(mistake, prompts)))

@@ -16,7 +16,11 @@ reply there). A call whose arguments are not valid JSON never reaches `ToolNode`
 it with an error `ToolMessage` so the model can call again. Tool calls the model wrote as text
 are run like real ones (`replan.graphs.text_calls`, with `Context.recover_text_calls`); a
 reply whose text looks like a call that cannot be read (an unknown tool, broken JSON) is not
-taken as the step's result: the model is told so and asked again. The loop stops when the
+taken as the step's result: the model is told so and asked again. Nor, once per step, is a
+report that says the step failed or gives figures no tool or earlier result showed, when the
+run has tools of its own and none of them was called in the step (`Executor.reminder`): the
+model is reminded of those tools and asked again, with the tool forced by name when it is the
+run's only one or the only one the step names. The loop stops when the
 model answers in prose without tool calls, when its reply was cut off at the token limit, or
 after `max_steps` model calls; in the last two cases the step's result says plainly that it is
 unfinished and shows what the model had written and the last tool results, and the replanner
@@ -26,6 +30,7 @@ decides.
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -50,7 +55,7 @@ from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Context, T
 from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Call, Steps, dual_node
 from replan.graphs.plan_rules import objective_text, runnable_steps, steps_left
-from replan.graphs.prompts import FAILED_PREFIX
+from replan.graphs.prompts import FAILED_PREFIX, Prompts
 from replan.graphs.schema import (
     ExecutedStep,
     ExecutorState,
@@ -61,7 +66,7 @@ from replan.graphs.schema import (
 )
 from replan.graphs.task_merge import read_shared_tasks, task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
-from replan.graphs.tool_offers import chosen
+from replan.graphs.tool_offers import ToolOffer, chosen
 from replan.graphs.tool_steps import call_key, format_call, references, same_call, substitute
 from replan.state.tasks import TaskContext
 from replan.state.usage import step_usage, total_tally
@@ -81,6 +86,53 @@ INVALID_ARGUMENTS = (
     "Error: the arguments of this `{name}` call were not valid JSON, so it did not run. "
     "Call `{name}` again with the arguments as a JSON object."
 )
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+_NUMBERING = re.compile(r"^\s*\d+[.)](?=\s)", re.M)
+SHOWN_FIGURES = 3
+"""How many unexplained figures a tool reminder quotes."""
+
+
+def _numbers(text: str) -> list[tuple[str, float]]:
+    """Each number written in `text` (thousands separators allowed) with its value; list
+    numbering at the start of a line ("1.", "2)") left out."""
+    found = []
+    for match in _NUMBER.findall(_NUMBERING.sub(" ", text)):
+        written = match.rstrip(",")
+        found.append((written, float(written.replace(",", ""))))
+    return found
+
+
+def unexplained_figures(report: str, given: Sequence[str]) -> list[str]:
+    """The numbers of `report` that none of the `given` texts (what the step was shown and
+    what its tools answered) holds, in order, each once."""
+    known = {value for text in given for _, value in _numbers(text)}
+    figures: dict[str, None] = {}
+    for written, value in _numbers(report):
+        if value not in known:
+            figures.setdefault(written)
+    return list(figures)
+
+
+def is_failure_report(text: str) -> bool:
+    """Whether a report says its step failed: it starts with FAILED_PREFIX, also inside a code
+    fence, as small models write it."""
+    return text.lstrip("` \n").upper().startswith(FAILED_PREFIX)
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ").replace("-", " ").lower()
+
+
+def tool_to_force(offer: ToolOffer, step: str) -> str | None:
+    """The caller's tool a reminded executor is made to call: the run's only tool, or the only
+    one whose name the step's text holds (with spaces for underscores); else None."""
+    if len(offer.own) == 1:
+        return offer.own[0]
+    text = _words(step)
+    named = [name for name in offer.own if _words(name) in text]
+    return named[0] if len(named) == 1 else None
 
 
 def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
@@ -123,6 +175,7 @@ class Executor(ModelNode):
             choice: self.prompts.executor.format(
                 tools=offer.names,
                 task_tools=self.prompts.executor_task_tools if offer.has_task_tools else "",
+                computing=offer.computing_note(self.prompts.executor_computing),
             )
             for choice, offer in self.offers.items()
         }
@@ -146,7 +199,8 @@ class Executor(ModelNode):
             run = {**run, "tasks_context": tasks}
         brief = self.prompts.executor_task.format(**executor_briefing(run))
         loop = self.loops[chosen(runtime.context)]
-        done = yield Call(loop, {"messages": [HumanMessage(brief)], "tasks_context": tasks})
+        start = {"messages": [HumanMessage(brief)], "tasks_context": tasks, "step": step["step"]}
+        done = yield Call(loop, start)
         context = runtime.context or Context()
         max_steps = self.bounds.for_run(context).executor_max_steps
         result, status = self.step_result(done["messages"], max_steps, context.executor_max_tokens)
@@ -211,12 +265,14 @@ class Executor(ModelNode):
 
     def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each
-        call whose arguments are not valid JSON, or a correction when its text looks like a
-        tool call that could not be read (see `corrected_mistakes`)."""
+        call whose arguments are not valid JSON, a correction when its text looks like a
+        tool call that could not be read, or a tool reminder (`reminder`); each counted once
+        (see `corrected_mistakes`)."""
         context = runtime.context or Context()
         offer = self.offers[chosen(context)]
         model = resolve_model(self.model, context, context.executor_max_tokens)
-        chat = model.bind_tools(list(offer.specs)) if offer.specs else model  # no empty `tools`
+        forced = state.get("forced_tool") or None
+        chat = model.bind_tools(list(offer.specs), tool_choice=forced) if offer.specs else model
         conversation = [SystemMessage(self.systems[chosen(context)]), *state["messages"]]
         reply = yield from ask_model(chat, conversation, offer.offered)
         corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
@@ -225,13 +281,40 @@ class Executor(ModelNode):
             corrections.append(
                 HumanMessage(self.prompts.text_call_correction.format(problem=problem, tools=tools))
             )
-        update: dict[str, Any] = {
-            "messages": [reply, *corrections],
-            "model_calls": state.get("model_calls", 0) + 1,
-        }
+        calls = state.get("model_calls", 0) + 1
+        update: dict[str, Any] = {"model_calls": calls}
+        if forced:
+            update["forced_tool"] = ""  # forced for one turn only
+        if not corrections and calls < self.bounds.for_run(context).executor_max_steps:
+            if reminder := self.reminder(state, reply, offer):
+                corrections.append(HumanMessage(reminder))
+                update["reminded"] = True
+                update["forced_tool"] = tool_to_force(offer, state.get("step", "")) or ""
+        update["messages"] = [reply, *corrections]
         if corrections:  # one mistaken reply, however many of its calls were wrong
             update["corrected_mistakes"] = 1
         return update
+
+    def reminder(self, state: ExecutorState, reply: AIMessage, offer: ToolOffer) -> str | None:
+        """What the model is told when its final `reply` should not pass unchecked: the run has
+        tools of its own, none of them was called in this step, no reminder was given yet, and
+        the reply reports a failure or gives figures that nothing the step was shown or its
+        tools answered holds. None when the reply stands."""
+        if state.get("reminded") or not offer.own or reply.tool_calls or cut_off(reply):
+            return None
+        own = set(offer.own)
+        earlier = [m for m in state["messages"] if isinstance(m, AIMessage)]
+        if any(call["name"] in own for m in earlier for call in m.tool_calls):
+            return None
+        problem = reminder_problem(
+            self.prompts,
+            reply.text,
+            [m.text for m in state["messages"] if not isinstance(m, AIMessage)],
+        )
+        if problem is None:
+            return None
+        tools = " or ".join(f"`{name}`" for name in offer.own)
+        return self.prompts.tool_reminder.format(problem=problem, tools=tools)
 
     def route(
         self, state: ExecutorState, runtime: Runtime[Context]
@@ -282,8 +365,7 @@ class Executor(ModelNode):
         if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
             if not reply.text.strip():
                 return self.prompts.step_no_report.format(progress=progress), "unfinished"
-            failed = reply.text.lstrip("` \n").upper().startswith(FAILED_PREFIX)
-            return reply.text, "failed" if failed else "done"
+            return reply.text, "failed" if is_failure_report(reply.text) else "done"
         note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)
         return note, "unfinished"
 
@@ -305,6 +387,19 @@ def _first_of_each_call(
             seen.add(key)
         kept.append(step)
     return kept
+
+
+def reminder_problem(prompts: Prompts, report: str, given: Sequence[str]) -> str | None:
+    """What is wrong with a `report` made without a tool call, as the reminder says it (it
+    reports a failure, or figures none of the `given` texts holds); None when nothing is."""
+    if not report.strip():
+        return None
+    if is_failure_report(report):
+        return prompts.reminder_failed
+    figures = unexplained_figures(report, given)
+    if figures:
+        return prompts.reminder_figures.format(figures=", ".join(figures[:SHOWN_FIGURES]))
+    return None
 
 
 def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:

@@ -1,8 +1,10 @@
-"""The plan–execute–replan graph: START → planner → executor → replanner → (executor | END).
+"""The plan–execute–replan graph: START → planner → executor → replanner → (executor | answer |
+END), answer → END.
 
 The edges into `executor` send one task per step that can start (`Send` fan-out), so the steps
 of a wave run side by side; the plain edge `executor` → `replanner` runs the replanner once,
-after the whole wave.
+after the whole wave. Once the replanner responds, `answer` writes the final answer in plain
+text (`Context.answer`, `replan.graphs.answer`).
 
 `build_plan_execute_graph` returns a compiled graph for library use (give it a checkpointer to
 persist and resume runs); `graph` is the same graph without a checkpointer, which is what
@@ -25,6 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 
+from replan.graphs.answer import ANSWER, Answerer, writes_answer
 from replan.graphs.context import (
     DEFAULT_EXECUTOR_MAX_STEPS,
     DEFAULT_MAX_ITERATIONS,
@@ -116,8 +119,11 @@ def after_planner(
 
 def after_replanner(
     state: PlanExecuteState, runtime: Runtime[Context]
-) -> Literal["__end__"] | list[Send]:
-    """End once there is a response; otherwise start the next wave of steps."""
+) -> Literal["__end__", "answer"] | list[Send]:
+    """Once there is a response, write the answer (plain-text answers) or end; otherwise start
+    the next wave of steps."""
+    if writes_answer(state, runtime.context):
+        return ANSWER
     return "__end__" if state.get("response") else wave(state, runtime.context)
 
 
@@ -179,10 +185,12 @@ def build_plan_execute_graph(
     builder.add_node("review_plan", review, destinations=(EXECUTOR, END))
     builder.add_node(EXECUTOR, dual_node(executor.executor))
     builder.add_node("replanner", dual_node(planner.replanner))
+    builder.add_node(ANSWER, dual_node(Answerer(model, offers, texts, bounds).answer))
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", after_planner, ["review_plan", EXECUTOR])
     builder.add_edge(EXECUTOR, "replanner")
-    builder.add_conditional_edges("replanner", after_replanner, [EXECUTOR, END])
+    builder.add_conditional_edges("replanner", after_replanner, [EXECUTOR, ANSWER, END])
+    builder.add_edge(ANSWER, END)
     compiled = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     # The thread pool of sync runs must hold a whole wave; `max_concurrency` in the run's
     # Context is what bounds a wave.

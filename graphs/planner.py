@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from replan.graphs.briefings import format_executed_steps, format_plan, replanner_briefing
 from replan.graphs.chat_model import resolve_model
-from replan.graphs.context import Context
+from replan.graphs.context import ANSWER_MODES, AnswerMode, Context
 from replan.graphs.decision_modes import DecisionModes, DecisionTool, decide
 from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Steps
@@ -164,11 +164,11 @@ def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
 
 
-def respond_tool(prompts: Prompts) -> DecisionTool:
-    """The `respond` tool: `response`, the final answer."""
-    return DecisionTool(
-        "respond", prompts.respond_tool, RespondArgs, {"response": prompts.respond_response}
-    )
+def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionTool:
+    """The `respond` tool: `response`, the final answer (with `answer="plain"`, a short note
+    that the objective is met: the answer is written next)."""
+    described = prompts.respond_response if answer == "decision" else prompts.respond_note
+    return DecisionTool("respond", prompts.respond_tool, RespondArgs, {"response": described})
 
 
 class Planner(ModelNode):
@@ -186,9 +186,20 @@ class Planner(ModelNode):
         return plan_tool(self.prompts, self.own_tools)
 
     @functools.cached_property
-    def respond_tool(self) -> DecisionTool:
-        """The `respond` decision, in this graph's prompts."""
-        return respond_tool(self.prompts)
+    def respond_tools(self) -> dict[AnswerMode, DecisionTool]:
+        """The `respond` decision for each way of writing the answer, in this graph's prompts."""
+        return {answer: respond_tool(self.prompts, answer) for answer in ANSWER_MODES}
+
+    def replanner_system(self, tool_steps: bool, answer: AnswerMode) -> str:
+        """The replanner's system prompt: the lean one with tool steps, else the full one, each
+        asking for the answer in the `respond` decision or for a note only (`answer`)."""
+        template = self.prompts.replanner_tool_steps if tool_steps else self.prompts.replanner
+        respond = (
+            self.prompts.respond_with_answer
+            if answer == "decision"
+            else self.prompts.respond_then_answer
+        )
+        return template.format(respond=respond)
 
     def plan_decision(self, numbering: Numbering) -> DecisionTool:
         """The `plan` decision whose steps are checked against `numbering` (and its tools)."""
@@ -199,13 +210,14 @@ class Planner(ModelNode):
         """The planner's system prompt: with tool steps, the lean one listing the run's own
         tools (and the task tools the agents of text steps have); else the full one."""
         offer = self.offers[chosen(context)]
+        computing = offer.computing_note(self.prompts.planner_computing)
         if not self.tool_steps(context):
-            return self.prompts.planner.format(tools=offer.listing)
+            return self.prompts.planner.format(tools=offer.listing, computing=computing)
         listing = self.own_tools.listing
         task_tools = [t.name for t in offer.tools if t.name not in self.own_tools.by_name]
         if task_tools:
             listing += f"\n- for text steps' agents: {', '.join(task_tools)}"
-        return self.prompts.planner_tool_steps.format(tools=listing)
+        return self.prompts.planner_tool_steps.format(tools=listing, computing=computing)
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
@@ -263,15 +275,14 @@ class Planner(ModelNode):
         tools = self.tool_steps(context)
         numbering = Numbering.replan(left, done, tools)
         briefing = replanner_briefing(state, self.prompts.repeated_steps)
-        system = self.prompts.replanner_tool_steps if tools else self.prompts.replanner
         modes = DecisionModes.of_run(context, state)
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [
-                SystemMessage(system),
+                SystemMessage(self.replanner_system(bool(tools), context.answer)),
                 HumanMessage(self.prompts.replanner_task.format(next=numbering.first, **briefing)),
             ],
-            [self.plan_decision(numbering), self.respond_tool],
+            [self.plan_decision(numbering), self.respond_tools[context.answer]],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,

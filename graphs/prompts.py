@@ -31,23 +31,43 @@ For example, two look-ups side by side and a comparison of their results:
 {{"step": "Compare the two prices and recommend one", "depends_on": [1, 2]}}]
 
 The agents carrying out the steps can use these tools:
-{tools}"""
+{tools}{computing}"""
 
 FAILED_PREFIX = "FAILED:"
 """How an executor's report starts when it could not do its step (see `EXECUTOR`)."""
 
-EXECUTOR = f"""You carry out one step of a larger plan, carefully and completely.
+EXECUTOR = f"""You carry out one step of a larger plan.
 
-Tools you can call: {{tools}}. Beyond them you can only reason and write: never report as done \
-an action that needs a tool you do not have; say what you could not do instead.{{task_tools}}
+Tools you can call: {{tools}}.{{task_tools}}
 
-Do only the step you are given. When it is done, answer with a plain-text report of what you \
-did and what you found: that report is all the later steps will see of your work. If the step \
-cannot be done, start the report with "{FAILED_PREFIX}" and say why."""
+When a tool can do the step or give what it needs (a look-up, a figure, an action), your \
+first move is to call that tool: do not answer from memory, and never write a figure that a \
+tool could give you.{{computing}} Call tools as often as the step needs. Then answer with a \
+short plain-text report of what you did and found, with the figures the tools gave: that \
+report is all the later steps see of your work; never report as done an action that needs a \
+tool you do not have. Only when a tool call failed, or no tool fits the step and it needs \
+one, start the report with "{FAILED_PREFIX}" and say why."""
 
 EXECUTOR_TASK_TOOLS = """ The task tools keep a task list shared with the other steps, some of \
 which may be running at the same time as yours."""
 """What `EXECUTOR` says in `{task_tools}` when the run offers the task tools (else nothing)."""
+
+EXECUTOR_COMPUTING = """ Do every sum, difference, product and comparison of figures with \
+{tools}, never in your head."""
+"""What `EXECUTOR` says in `{computing}` when the run has a computing tool (else nothing)."""
+
+PLANNER_COMPUTING = """
+
+Arithmetic on figures (a sum, a difference, a product, which is largest) is a step of its own \
+that uses {tools}, with the figures or the steps that give them named in its text."""
+"""What `PLANNER` says in `{computing}` when the run has a computing tool (else nothing)."""
+
+TOOL_REMINDER = """Your report {problem}, yet you called no tool in this step. If {tools} can \
+do the step or give that figure, call it now instead of guessing. If none of them fits, give \
+your report again."""
+"""What the executor is told, once per step, when its report {problem} with no tool call."""
+REMINDER_FAILED = "says the step could not be done"
+REMINDER_FIGURES = "gives figures ({figures}) that no tool result or earlier result shows"
 
 EXECUTOR_TASK = """# Objective
 {objective}
@@ -64,8 +84,7 @@ EXECUTOR_TASK = """# Objective
 REPLANNER = """You check how work on an objective is going and decide what happens next.
 
 Call exactly one tool:
-- `respond`, when the objective is met: give the user the full final answer, built from the \
-results of the steps.
+- {respond}, when the objective is met.
 - `plan`, when work remains: list only the steps still to do. Use what the results taught you, \
 and fix gaps or failures they reveal. A step that failed because no tool can do it fails again \
 if planned again: plan something the tools or plain writing can do, or respond with what the \
@@ -80,6 +99,29 @@ steps out of the list. A step you keep word for word still sees the results it w
 use; any other step sees only the objective, its own text and the results of the steps it \
 depends on, so copy into its text what it needs from earlier results. Long results are \
 shortened below; the full text is kept."""
+
+RESPOND_WITH_ANSWER = """`respond` with the full final answer for the user, built from the \
+results of the steps"""
+"""How the replanner prompts' `{respond}` asks for the answer in the decision
+(`answer="decision"`)."""
+RESPOND_THEN_ANSWER = """`respond` with one short sentence saying that the objective is met \
+(the full answer is written next, from the results of the steps)"""
+"""How the replanner prompts' `{respond}` asks for a note only, the answer being written next
+(`answer="plain"`)."""
+
+ANSWER = """You write the final answer to a user's objective from the results of the work \
+done on it. Use only what the results say. Where a result already gives a figure or a name \
+the objective asks for, copy it exactly instead of working it out again. Answer the \
+objective directly, in plain text, without a preamble."""
+"""The system prompt of the plain-text answer (`Context.answer="plain"`)."""
+
+ANSWER_TASK = """# Objective
+{objective}
+
+# Results of the steps
+{executed_steps}
+
+Write the final answer now."""
 
 REPLANNER_TASK = """# Objective
 {objective}
@@ -101,11 +143,11 @@ Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent 
 it, the objective and the results it depends on.
 A step waits for the steps it names (a plain string: for the step before it); the last step \
 gives the answer. Tools:
-{tools}"""
+{tools}{computing}"""
 """The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
 
-REPLANNER_TOOL_STEPS = """If the results below meet the objective, call `respond` with the \
-full answer. Else call `plan` with only the steps still to do, as in a plan: tool steps (with \
+REPLANNER_TOOL_STEPS = """If the results below meet the objective, call {respond}. Else call \
+`plan` with only the steps still to do, as in a plan: tool steps (with \
 figures from the results, or "$N") and text steps. A failed step fails again unless changed."""
 """The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
 
@@ -192,22 +234,32 @@ PLAN_STEPS_TOOLS = "The steps: tool steps, text steps, or plain strings."
 """`plan_steps` when the run offers tool steps (the prompt says the rest)."""
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
+RESPOND_NOTE = "One short sentence saying that the objective is met."
 DECIDE_TOOL = (
     "Give your decision: `steps` to plan the work still to do, or `response` to give the "
     "final answer; exactly one of them."
 )
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
-    "planner": frozenset({"tools"}),
-    "executor": frozenset({"tools", "task_tools"}),
+    "planner": frozenset({"tools", "computing"}),
+    "planner_computing": frozenset({"tools"}),
+    "executor": frozenset({"tools", "task_tools", "computing"}),
     "executor_task_tools": frozenset(),
+    "executor_computing": frozenset({"tools"}),
+    "tool_reminder": frozenset({"problem", "tools"}),
+    "reminder_failed": frozenset(),
+    "reminder_figures": frozenset({"figures"}),
     "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
-    "replanner": frozenset(),
+    "replanner": frozenset({"respond"}),
+    "respond_with_answer": frozenset(),
+    "respond_then_answer": frozenset(),
+    "answer": frozenset(),
+    "answer_task": frozenset({"objective", "executed_steps"}),
     "replanner_task": frozenset(
         {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
     ),
-    "planner_tool_steps": frozenset({"tools"}),
-    "replanner_tool_steps": frozenset(),
+    "planner_tool_steps": frozenset({"tools", "computing"}),
+    "replanner_tool_steps": frozenset({"respond"}),
     "plan_steps_tools": frozenset(),
     "repeated_steps": frozenset({"steps"}),
     "correction": frozenset({"problem", "sent", "expected"}),
@@ -229,6 +281,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "plan_steps": frozenset(),
     "respond_tool": frozenset(),
     "respond_response": frozenset(),
+    "respond_note": frozenset(),
     "decide_tool": frozenset(),
 }
 
@@ -238,10 +291,19 @@ class Prompts:
     """All texts of the graph; a template may use only its own placeholders."""
 
     planner: str = PLANNER
+    planner_computing: str = PLANNER_COMPUTING
     executor: str = EXECUTOR
     executor_task_tools: str = EXECUTOR_TASK_TOOLS
+    executor_computing: str = EXECUTOR_COMPUTING
+    tool_reminder: str = TOOL_REMINDER
+    reminder_failed: str = REMINDER_FAILED
+    reminder_figures: str = REMINDER_FIGURES
     executor_task: str = EXECUTOR_TASK
     replanner: str = REPLANNER
+    respond_with_answer: str = RESPOND_WITH_ANSWER
+    respond_then_answer: str = RESPOND_THEN_ANSWER
+    answer: str = ANSWER
+    answer_task: str = ANSWER_TASK
     replanner_task: str = REPLANNER_TASK
     planner_tool_steps: str = PLANNER_TOOL_STEPS
     replanner_tool_steps: str = REPLANNER_TOOL_STEPS
@@ -266,6 +328,7 @@ class Prompts:
     plan_steps: str = PLAN_STEPS
     respond_tool: str = RESPOND_TOOL
     respond_response: str = RESPOND_RESPONSE
+    respond_note: str = RESPOND_NOTE
     decide_tool: str = DECIDE_TOOL
 
     def __post_init__(self) -> None:

@@ -79,20 +79,27 @@ StopReason = Literal["", "max_iterations", "no_progress"]
 it had been carried out twice (`repeated_step`); "" when it met it (or was rejected at review)."""
 
 
+FallbackReason = Literal["refused", "mistakes"]
+"""Why a run left a way of asking for decisions: the server refused it (an HTTP error), or the
+model's replies to it kept carrying no decision (`replan.graphs.decision_modes`)."""
+
+
 class DecisionFallback(TypedDict):
-    """A way of asking for decisions the model server refused in this run: `refused` (the
-    mode), `asked` (what the request carried that was refused), the HTTP `status`, and the
-    mode asked in instead."""
+    """A way of asking for decisions this run left: `refused` (the mode left), `asked` (what
+    its requests carried), the HTTP `status` of the server's refusal (None when it was left
+    for the model's mistakes), the mode asked in instead and the `reason` (records written
+    before reasons were kept have none: those were refusals)."""
 
     refused: DecisionMode
     asked: str
-    status: int
+    status: int | None
     fallback: DecisionMode
+    reason: NotRequired[FallbackReason]
 
 
 class DecisionModeRecord(TypedDict):
-    """How this run asks for decisions since the server refused a way (`mode`), and each
-    refusal; absent while nothing was refused."""
+    """How this run asks for decisions since it left a way (`mode`), and each fallback;
+    absent while it asks as its context says."""
 
     mode: DecisionMode
     fallbacks: list[DecisionFallback]
@@ -165,9 +172,14 @@ class StepRun(TypedDict):
 
 
 class ExecutorState(TasksState, total=False):
-    """State of the executor's inner tool loop; `model_calls` counts its model turns,
-    `corrected_mistakes` the turns answered with a correction, `usage` adds up their tokens."""
+    """State of the executor's inner tool loop; `step` is the step's text, `model_calls` counts
+    its model turns, `corrected_mistakes` the turns answered with a correction, `reminded` says
+    the model was reminded of its tools (once per step), `forced_tool` names the tool its next
+    turn must call ("" for none), `usage` adds up their tokens."""
 
+    step: str
     model_calls: int
+    reminded: bool
+    forced_tool: str
     corrected_mistakes: Annotated[int, operator.add]
     usage: Annotated[RunUsage, merge_usage]

@@ -213,6 +213,7 @@ async def _drive(run: Run, payload: Any) -> ExitCode:
         NullDisplay(),
         usage=before.values.get("usage"),
         pricing=run_pricing(run.context.settings()),
+        plain_answer=run.context.answer == "plain",
     )
     failure: Exception | None = None
     try:

@@ -13,7 +13,9 @@ from typing import Any, NoReturn
 
 from replan.graphs.cli.output import CliError, ExitCode, exit_code_help
 from replan.graphs.context import (
+    ANSWER_MODES,
     DECISION_MODES,
+    DEFAULT_ANSWER,
     DEFAULT_EXECUTOR_MAX_STEPS,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_ITERATIONS,
@@ -183,7 +185,14 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         choices=DECISION_MODES,
         help="how the planner and replanner ask for their decision: a forced tool call "
         "(tool_required, default), one tool named in tool_choice (tool_named), or a JSON reply "
-        "(json_schema, json_object); a mode the server refuses falls back to the next",
+        "(json_schema, json_object); a mode the server refuses, or whose replies keep "
+        "carrying no decision, falls back to another",
+    )
+    group.add_argument(
+        "--answer",
+        choices=ANSWER_MODES,
+        help="how the final answer is written: a plain-text request from the results "
+        f"(plain) or inside the replanner's decision (decision) (default: {DEFAULT_ANSWER})",
     )
 
 

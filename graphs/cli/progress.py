@@ -3,9 +3,10 @@
 `ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks",
 "custom"], subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running
 node: the planner, each executor step (several at once when a plan runs steps side by side),
-the replanner. A lane shows its tool calls with short arguments, task-list changes, model retries
-("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its elapsed time; a
-note says when the model server refused the run's way of asking for decisions.
+the replanner, the answer. A lane shows its tool calls with short arguments, task-list changes,
+model retries ("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its
+elapsed time; a note says when the run left its way of asking for decisions (the server
+refused it, or the model's replies kept carrying no decision).
 The tokens used so far (and their cost, with a price) come from the `usage` of the nodes'
 updates: each finished node's, plus the model turns of the steps still running.
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from replan.graphs.answer import ANSWER
 from replan.graphs.briefings import format_plan
 from replan.graphs.cli.display import Display, Lane
 from replan.graphs.cli.summary import fallback_line, first_line
@@ -44,7 +46,7 @@ from replan.tools.task_state import as_task_context, update_task_context
 
 RESULT_CHARS = 160
 ARGS_CHARS = 80
-MODEL_NODES = frozenset({"planner", "replanner", "act"})
+MODEL_NODES = frozenset({"planner", "replanner", ANSWER, "act"})
 """Nodes that are one model request (`act` is a model turn inside an executor step)."""
 
 
@@ -108,6 +110,7 @@ class ProgressPrinter:
         *,
         usage: RunUsage | None = None,
         pricing: Pricing | None = None,
+        plain_answer: bool = False,
     ) -> None:
         self.display = display
         self.clock = clock
@@ -117,6 +120,8 @@ class ProgressPrinter:
         self.usage = usage or RunUsage()
         self.pricing = pricing
         self.settled = ""
+        self.plain_answer = plain_answer
+        """The run writes its answer after the replanner responds (`Context.answer`)."""
 
     def note(self, text: str) -> None:
         """A line about the whole run (e.g. a hint from the command)."""
@@ -192,6 +197,8 @@ class ProgressPrinter:
             lane.tasks = as_task_context(state.get("tasks_context"))
         elif node == "replanner":
             lane = Lane("Reviewing progress…", now, label="replanner")
+        elif node == ANSWER:
+            lane = Lane("Writing the answer…", now, label=ANSWER)
         else:
             return
         if node in MODEL_NODES:
@@ -299,7 +306,9 @@ class ProgressPrinter:
                 f"Objective not finished ({update['stop_reason']}) after {self._elapsed()}; "
                 "the report is below."
             )
-        elif node == "replanner" and update.get("response"):
+        elif node == "replanner" and update.get("response") and self.plain_answer:
+            self.display.note(f"Objective met after {self._elapsed()}; writing the answer.")
+        elif node in ("replanner", ANSWER) and update.get("response"):
             self._show_usage(settled=True)
             self.display.note(f"Objective done in {self._elapsed()}; final answer below.")
         elif node == "replanner" and update.get("plan") != self.remaining:

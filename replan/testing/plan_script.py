@@ -10,6 +10,8 @@
 - replanner — offers `plan` and `respond`: `plan` with the steps whose result marker is not yet
   in the prompt (their dependencies named by the steps' own numbers, which do not move: step i
   of the first plan is step i), or `respond` once every step's is;
+- answer — the plain-text final answer (`is_answer_request`): the replanner's answer, from the
+  results in the prompt;
 - executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
   named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
@@ -33,6 +35,7 @@ from replan.testing.requests import (
     asked_fields,
     first_param,
     forced_tool,
+    is_answer_request,
     message_text,
     prompt_text,
     tool_names,
@@ -43,7 +46,7 @@ DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
 _RESULT = re.compile(r"RESULT (\d+)/(\d+)")
 _STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
-ROLES = ("planner", "executor", "replanner")
+ROLES = ("planner", "executor", "replanner", "answer")
 FILLER = " The details of this step are written out here at length."
 
 
@@ -82,6 +85,8 @@ def _plan_shape(prompt: str) -> tuple[int, str] | None:
 
 def classify(request: dict[str, Any]) -> Call:
     """Which graph node sent `request` and, for the executor, which step it runs."""
+    if is_answer_request(request):
+        return Call("answer")
     names = tool_names(request)
     asked = asked_fields(request)
     if forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
@@ -133,9 +138,24 @@ def replan(request: dict[str, Any]) -> list[Any] | str | None:
     remaining = [i for i in range(1, total + 1) if i not in done]
     if remaining:
         return plan_items(prompt, remaining, total, topic)
-    return f"All {total} steps of [{topic}] are done: " + ", ".join(
-        f"RESULT {i}/{total}" for i in range(1, total + 1)
-    )
+    return final_answer(total, topic, done)
+
+
+def final_answer(total: int, topic: str, done: set[int]) -> str:
+    """The answer once the steps `done` (all `total`, when the replanner responds) are."""
+    results = ", ".join(f"RESULT {i}/{total}" for i in sorted(done))
+    if len(done) == total:
+        return f"All {total} steps of [{topic}] are done: {results}"
+    return f"{len(done)} of {total} steps of [{topic}] are done: {results}"
+
+
+def answer(request: dict[str, Any]) -> str:
+    """The plain-text final answer, from the results the request shows."""
+    prompt = prompt_text(request)
+    shape = _plan_shape(prompt)
+    if shape is None:
+        return "scripted answer: no step found in the prompt"
+    return final_answer(shape[0], shape[1], _done(prompt))
 
 
 def step_result(request: dict[str, Any], result_chars: int = 0) -> str:
@@ -168,6 +188,8 @@ class Script:
                 key = first_param(request, "respond", "response")
                 return tool_call("respond", {key: decision})
             return tool_call("plan", {first_param(request, "plan", "steps"): decision})
+        if call.role == "answer":
+            return text(answer(request))
         return text(step_result(request, self.result_chars))
 
 

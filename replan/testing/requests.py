@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from replan.graphs.prompts import DEFAULT_PROMPTS
+
 
 def message_text(message: dict[str, Any]) -> str:
     """The text of one request message (its text parts joined)."""
@@ -83,3 +85,10 @@ def step_tools(request: dict[str, Any]) -> list[str]:
         for branch in branches
         if "tool" in branch.get("properties", {})
     ]
+
+
+def is_answer_request(request: dict[str, Any]) -> bool:
+    """Whether `request` asks for the final answer in plain text (replan's `answer` node, with
+    its default prompts): its system message is the answer prompt."""
+    messages = request.get("messages") or []
+    return bool(messages) and message_text(messages[0]) == DEFAULT_PROMPTS.answer

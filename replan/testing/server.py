@@ -105,6 +105,11 @@ class Quirks:
     model's own choice (llama.cpp's llama-server)."""
     ignore_tool_choice: bool = False
     """No `tool_choice` is enforced, named or "required" (Ollama)."""
+    prose_when_forced: bool = False
+    """A small model the server does not hold to a forced tool: to a request whose
+    `tool_choice` forces a call ("required" or a named tool), it answers in prose (`PROSE`)
+    instead of the scripted reply, as the real small model did on llama.cpp's server. Requests
+    with a `response_format` (which llama.cpp and Ollama do enforce) get the scripted reply."""
 
     usage: bool = True
     """False: the server reports no usage, neither in JSON replies nor in streams."""
@@ -115,6 +120,8 @@ class Quirks:
             return http_error(500)
         if self.refuse_json_schema and _format_type(body) == "json_schema":
             return http_error(500)
+        if self.prose_when_forced and body.get("tool_choice") not in (None, "auto", "none"):
+            reply = text(PROSE)
         if not (self.ignore_named_choice or self.ignore_tool_choice):
             reply = _named_choice_enforced(body, reply)
         reply = _response_format_honoured(body, reply)
@@ -169,6 +176,9 @@ def _response_format_honoured(body: dict[str, Any], reply: Reply) -> Reply:
         return text(json.dumps(args))
     return reply
 
+
+PROSE = "Sure! Here is what I would do next, step by step, in plain words."
+"""What a model answers in prose (`Quirks.prose_when_forced`)."""
 
 LLAMA_CPP_PYTHON = Quirks(refuse_required=True, refuse_json_schema=True)
 """llama-cpp-python's server (chat format `chatml-function-calling`)."""

@@ -12,6 +12,7 @@ import pytest
 from replan.testing import BROKEN_REPLIES, Reply, ScriptedOpenAIServer, http_error
 from replan.testing import plan_script as script
 from tests.support.cli_harness import invoke
+from tests.support.fake_models import ANSWER_CALLS
 
 ANSWER = "All 3 steps of [flaky in 3 steps] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
 
@@ -41,8 +42,8 @@ def test_intermittent_500_and_429_are_retried(
         server.push(http_error(429, "slow down", retry_after_ms=5))
         done = invoke(capsys, "run", "Flaky in 3 steps", "--max-retries", "2")
         assert (done.code, done.out.strip()) == (0, ANSWER), done.err
-        # 7 model turns, each failing once first, plus the queued 429.
-        assert len(server.requests) == 2 * 7 + 1
+        # 7 model turns (and the answer), each failing once first, plus the queued 429.
+        assert len(server.requests) == 2 * (7 + ANSWER_CALLS) + 1
 
 
 def test_server_down_for_the_executor_then_healthy_resumes(

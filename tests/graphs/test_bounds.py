@@ -92,7 +92,7 @@ def test_executor_max_steps_for_the_run_cuts_a_step_shorter() -> None:
 @pytest.mark.parametrize(("retries", "mistakes", "succeeds"), [(0, 1, False), (4, 4, True)])
 def test_mistake_retries_for_the_run(retries: int, mistakes: int, succeeds: bool) -> None:
     model = FakeChatModel(
-        planner=[*[text("no tools from me")] * mistakes, plan("the step")],
+        planner=[*[plan()] * mistakes, plan("the step")],  # no steps: not a plan
         executor=[text("done")],
         replanner=[respond("ok")],
     )

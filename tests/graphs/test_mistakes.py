@@ -60,14 +60,14 @@ def test_replanner_retries_with_a_correction_then_succeeds(mistake: str) -> None
 
 @both_modes
 def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply(mode: Mode) -> None:
-    model = FakeChatModel(planner=[text("I refuse to use tools")] * 3)
+    model = FakeChatModel(planner=[call("plan", steps=["a", {"step": "b", "depends_on": [2]}])] * 3)
     with pytest.raises(PlanExecuteError) as caught:
         run(build_plan_execute_graph(model, mistake_retries=2), "Objective", mode)
 
     assert len(model.requests_of("planner")) == 3
     error = caught.value
     assert error.node == "planner"
-    assert "no tool call" in str(error) and "I refuse to use tools" in str(error)
+    assert "step 2 depends on itself" in str(error) and "plan(" in str(error)
 
 
 def test_replanner_gives_up_after_the_retry_bound_naming_node_and_reply() -> None:

@@ -24,7 +24,7 @@ from replan.testing import (
     tool_calls,
 )
 from replan.testing import plan_script as plan_execute_script
-from tests.support.fake_models import Mode, both_modes, run, stream
+from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run, stream
 
 OBJECTIVE = "Compare task queues in 2 steps"
 
@@ -163,7 +163,8 @@ def test_an_unusable_reply_is_retried_like_a_failing_server(
         build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server, max_retries=1)
     )
     assert result["response"].startswith("All 2 steps")
-    assert len(server.requests) == 1 + 5  # the broken reply, then the 5 turns of the run
+    # the broken reply, then the 5 turns of the run (and its answer)
+    assert len(server.requests) == 1 + 5 + ANSWER_CALLS
 
 
 @both_modes

@@ -13,6 +13,7 @@ from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from tests.support.fake_models import (
+    ANSWER_CALLS,
     FakeChatModel,
     Mode,
     both_modes,
@@ -36,7 +37,8 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
 
     usage = result.pop("usage")  # the fake model reports no usage: calls counted, tokens unknown
     calls = {node: (t["calls"], t["no_usage"]) for node, t in usage["nodes"].items()}
-    assert calls == {"planner": (1, 1), "executor": (2, 2), "replanner": (2, 2)}
+    answer = {"answer": (1, 1)} if ANSWER_CALLS else {}
+    assert calls == {"planner": (1, 1), "executor": (2, 2), "replanner": (2, 2), **answer}
     assert {key: step["calls"] for key, step in usage["steps"].items()} == {"1": 1, "2": 1}
     assert result == {
         "response": "The sum is 5.",
@@ -162,6 +164,7 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         "replanner",
         "executor",
         "replanner",
+        *["answer"] * ANSWER_CALLS,
     ]
     assert chunks[0]["planner"]["plan"] == [
         {"id": 1, "step": "a", "depends_on": []},

@@ -35,7 +35,7 @@ from replan.testing import (
 )
 from replan.testing import plan_script as script
 from tests.support.cli_harness import invoke
-from tests.support.fake_models import Mode, both_modes, run, stream
+from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run, stream
 
 OBJECTIVE = "Ship it in 2 steps"
 ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
@@ -63,10 +63,12 @@ def test_every_request_carries_its_nodes_default_limit(
     result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
 
     assert result["response"] == ANSWER
+    answer = {"answer": {DEFAULT_DECISION_MAX_TOKENS}} if ANSWER_CALLS else {}
     assert _limits(server.requests) == {
         "planner": {DEFAULT_DECISION_MAX_TOKENS},
         "executor": {DEFAULT_EXECUTOR_MAX_TOKENS},
         "replanner": {DEFAULT_DECISION_MAX_TOKENS},
+        **answer,  # the answer is bounded as a decision is
     }
     assert not any("max_completion_tokens" in r for r in server.requests)
 
@@ -79,6 +81,7 @@ def test_a_run_sets_its_own_limits(server: ScriptedOpenAIServer) -> None:
         "planner": {300},
         "executor": {700},
         "replanner": {300},
+        **({"answer": {300}} if ANSWER_CALLS else {}),
     }
 
 
@@ -123,7 +126,13 @@ def test_the_cli_passes_its_limits_and_refuses_bad_ones(
     limits = ("--decision-max-tokens", "111", "--executor-max-tokens", "222")
     done = invoke(capsys, "run", OBJECTIVE, "--thread-id", "t", *limits)
     assert (done.code, done.out.strip()) == (0, ANSWER)
-    assert _limits(server.requests) == {"planner": {111}, "executor": {222}, "replanner": {111}}
+    answer = {"answer": {111}} if ANSWER_CALLS else {}
+    assert _limits(server.requests) == {
+        "planner": {111},
+        "executor": {222},
+        "replanner": {111},
+        **answer,
+    }
     shown = invoke(capsys, "show", "--thread-id", "t").out
     assert "  decision_max_tokens: 111\n" in shown and "  executor_max_tokens: 222\n" in shown
 
@@ -210,12 +219,17 @@ def test_a_decision_cut_off_inside_is_corrected_and_asked_again(
     assert script.classify(server.requests[2]).role == "executor"
 
 
-def test_a_decision_cut_off_every_time_fails_the_run(server: ScriptedOpenAIServer) -> None:
+def test_a_decision_cut_off_every_time_falls_back_through_the_modes_then_fails_the_run(
+    server: ScriptedOpenAIServer,
+) -> None:
     server.responder = lambda request: CUT_OFF_PLAN
+    server.quirks = Quirks(run_on=True)  # in a JSON mode too: the cut-off call as run-on text
     graph = build_plan_execute_graph(mistake_retries=1)
     with pytest.raises(PlanExecuteError, match="cut off at the limit of 1024 tokens.*after 2"):
         run(graph, OBJECTIVE, "sync", context=_context(server))
-    assert len(server.requests) == 2
+    asked = [r.get("tool_choice") or r["response_format"]["type"] for r in server.requests]
+    plan = {"type": "function", "function": {"name": "plan"}}
+    assert asked == [plan, plan, "json_schema", "json_schema", "json_object", "json_object"]
 
 
 @both_modes

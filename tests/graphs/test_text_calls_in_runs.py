@@ -12,7 +12,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context
-from replan.graphs.errors import PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.testing import (
@@ -159,15 +158,25 @@ def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer
 
 
 @pytest.mark.parametrize("shape", ["fenced"])
-def test_without_recovery_the_planner_fails_as_before(server: ScriptedOpenAIServer) -> None:
-    with pytest.raises(PlanExecuteError, match="no tool call, still after 3 attempts"):
-        run(
-            build_plan_execute_graph(),
-            OBJECTIVE,
-            "sync",
-            context=_context(server, recover_text_calls=False),
-        )
-    assert len(server.requests) == 3
+def test_without_recovery_the_planner_falls_back_to_a_json_reply(
+    server: ScriptedOpenAIServer,
+) -> None:
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    context = _context(server, recover_text_calls=False)
+    result = run(graph, OBJECTIVE, "sync", config=config, context=context)
+
+    # step 1's calls, written as text, are never run: the run ends as making no progress
+    assert result["stop_reason"] == "no_progress"
+    first, second, third = server.requests[:3]
+    assert "tools" in first and "tools" in second  # two replies with the call as text
+    assert third["response_format"]["type"] == "json_schema" and "tools" not in third
+    (fallback,) = graph.get_state(config).values["decision_mode"]["fallbacks"]
+    assert (fallback["reason"], fallback["status"], fallback["fallback"]) == (
+        "mistakes",
+        None,
+        "json_schema",
+    )
 
 
 def _plain_server(responder: Any) -> ScriptedOpenAIServer:

@@ -40,7 +40,7 @@ from replan.state.usage import (
 from replan.testing import Quirks, Reply, ScriptedOpenAIServer, text, tool_call
 from replan.testing import plan_script as script
 from tests.support.cli_harness import run_cli
-from tests.support.fake_models import Mode, both_modes, run
+from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run
 
 OBJECTIVE = "Count in 3 parallel steps"
 TOPIC = "count in 3 parallel steps"
@@ -158,8 +158,9 @@ def test_a_server_without_usage_counts_calls_with_unknown_tokens(
         result = run(build_plan_execute_graph(), OBJECTIVE, "sync", context=_context(server))
     _assert_attributed(result["usage"], server)
     total = total_tally(result["usage"])
-    assert total["calls"] == total["no_usage"] == len(server.requests) == 6
-    assert tally_text(total) == "6 model calls: tokens unknown"
+    calls = 6 + ANSWER_CALLS
+    assert total["calls"] == total["no_usage"] == len(server.requests) == calls
+    assert tally_text(total) == f"{calls} model calls: tokens unknown"
     assert cost(total, KNOWN_PRICES["gpt-4o-mini"]) is None
 
 

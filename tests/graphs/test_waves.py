@@ -20,6 +20,7 @@ from replan.graphs.planner import PlanArgs, accept_plan, plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.graphs.step_numbers import Numbering
 from tests.support.fake_models import (
+    ANSWER_CALLS,
     FakeChatModel,
     Mode,
     Request,
@@ -162,7 +163,7 @@ def test_when_needed_the_replanner_runs_only_at_the_end(mode: Mode) -> None:
     result = run(build_plan_execute_graph(model), "Count", mode, context=WHEN_NEEDED)
 
     assert result["response"] == "all done"
-    assert len(model.requests) == 3 + 2
+    assert len(model.requests) == 3 + 2 + ANSWER_CALLS
     assert "did one" in executor_prompt(model, "two")
     assert "did one" not in executor_prompt(model, "three")  # only the step it depends on
 

@@ -12,7 +12,7 @@ from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.fake_models import Mode, both_modes, run, stream
+from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run, stream
 
 LATENCY = 0.5
 """Long enough that steps started together overlap even on a busy machine."""
@@ -80,7 +80,8 @@ def test_plain_string_steps_stay_sequential(
     assert clock.most_at_once() == 1
     assert script.executor_steps([span.request for span in clock.spans]) == [1, 2, 3]
     roles = [span.call.role for span in clock.spans]
-    assert roles == ["planner", *["executor", "replanner"] * 3]  # as before dependencies
+    # as before dependencies
+    assert roles == ["planner", *["executor", "replanner"] * 3, *["answer"] * ANSWER_CALLS]
 
 
 @both_modes
@@ -103,7 +104,7 @@ def test_a_diamond_runs_in_three_waves_and_the_last_step_sees_its_dependencies(
 
 
 @both_modes
-def test_when_needed_a_chain_of_n_costs_n_plus_2_model_calls(
+def test_when_needed_a_chain_of_n_costs_n_plus_2_model_calls_and_the_answer(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
     clock.latency = 0.0
@@ -111,7 +112,7 @@ def test_when_needed_a_chain_of_n_costs_n_plus_2_model_calls(
     result = run(build_plan_execute_graph(), "Ship it in 5 steps", mode, context=context)
 
     assert result["response"].startswith("All 5 steps")
-    assert len(clock.spans) == 5 + 2
+    assert len(clock.spans) == 5 + 2 + ANSWER_CALLS
     first, last = (script.prompt_text(clock.executor_spans()[i].request) for i in (2, 5))
     assert abs(len(first) - len(last)) < 10  # a step's prompt does not grow along the chain
 
@@ -136,4 +137,4 @@ def test_updates_stream_each_step_result_as_it_arrives(
     )
     executors = [c["executor"]["executed_steps"][0]["id"] for c in chunks if "executor" in c]
     assert executors == [2, 3, 1]  # in the order they finished
-    assert [next(iter(c)) for c in chunks][-1] == "replanner"
+    assert [next(iter(c)) for c in chunks][-1] == ("answer" if ANSWER_CALLS else "replanner")

@@ -2,7 +2,8 @@
 
 The role of each call is read from the tools it was bound with, as the plan–execute graph binds
 them: the planner forces `plan`, the replanner offers `plan` and `respond`, the executor offers
-anything else.
+anything else; the plain-text answer (`answer`) is read from its system prompt. Unless scripted,
+the answer repeats the last `respond` decision's response.
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ from typing import Any, Literal
 import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
+
+from replan.graphs.context import DEFAULT_ANSWER
+from replan.graphs.prompts import DEFAULT_PROMPTS
+
+ANSWER_CALLS = int(DEFAULT_ANSWER == "plain")
+"""Model calls the plain-text answer adds to a run that responds, with the default settings."""
 
 _ids = itertools.count(1)
 
@@ -91,7 +98,10 @@ class FakeChatModel(BaseChatModel):
     planner: list[Any] = Field(default_factory=list)  # Reply items; Any keeps callables as is
     executor: list[Any] = Field(default_factory=list)
     replanner: list[Any] = Field(default_factory=list)
+    answer: list[Any] = Field(default_factory=list)
     requests: list[Request] = Field(default_factory=list)
+    last_response: str = ""
+    """The response of the last `respond` decision (the answer, unless one is scripted)."""
 
     @property
     def _llm_type(self) -> str:
@@ -104,8 +114,13 @@ class FakeChatModel(BaseChatModel):
         specs = [convert_to_openai_tool(tool) for tool in tools]
         return self.bind(tools=specs, tool_choice=tool_choice, **kwargs)
 
-    def role_of(self, tools: list[str], tool_choice: Any) -> str:
-        """planner, replanner or executor, from the bound tools."""
+    def role_of(
+        self, tools: list[str], tool_choice: Any, messages: Sequence[BaseMessage] = ()
+    ) -> str:
+        """planner, replanner or executor, from the bound tools; answer, from the prompt."""
+        first = messages[0] if messages else None
+        if isinstance(first, SystemMessage) and first.content == DEFAULT_PROMPTS.answer:
+            return "answer"
         if tool_choice == "plan":
             return "planner"
         return "replanner" if {"plan", "respond"} <= set(tools) else "executor"
@@ -123,13 +138,19 @@ class FakeChatModel(BaseChatModel):
     ) -> ChatResult:
         tools = [spec["function"]["name"] for spec in kwargs.get("tools") or []]
         tool_choice = kwargs.get("tool_choice")
-        request = Request(self.role_of(tools, tool_choice), list(messages), tools, tool_choice)
+        role = self.role_of(tools, tool_choice, messages)
+        request = Request(role, list(messages), tools, tool_choice)
         self.requests.append(request)
         queue: list[Reply] = getattr(self, request.role)
+        if not queue and role == "answer":
+            queue = [text(self.last_response)]
         if not queue:
             raise AssertionError(f"the fake model's {request.role} script ran out")
         reply = queue.pop(0)
         message = reply(request) if callable(reply) else reply
+        for call in message.tool_calls:
+            if call["name"] == "respond":
+                self.last_response = str(call["args"].get("response", ""))
         return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
 
 

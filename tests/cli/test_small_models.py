@@ -1,0 +1,100 @@
+"""`replan run` with default settings against each local server's quirks: a first run gets
+through to an answer or a truthful "not finished", never a failure; a fallback for the
+model's mistakes is shown while the run goes on and kept with the run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from replan.graphs.cli.output import ExitCode
+from replan.testing import LLAMA_CPP, LLAMA_CPP_PYTHON, OLLAMA, ScriptedOpenAIServer
+from replan.testing import plan_script as script
+from tests.support.cli_harness import invoke
+
+PRESETS = {
+    "llama-server, small model": dataclasses.replace(
+        LLAMA_CPP, run_on=True, prose_when_forced=True
+    ),
+    "llama-server, run on": dataclasses.replace(LLAMA_CPP, run_on=True),
+    "llama-cpp-python": LLAMA_CPP_PYTHON,
+    "ollama, small model": dataclasses.replace(OLLAMA, prose_when_forced=True),
+}
+FALLBACK_LINE = (
+    "the model's replies to a named tool_choice ('plan') carried no decision 2 times in a "
+    "row; asking for decisions as json_schema from now on"
+)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(script.respond) as scripted:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+        yield scripted
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_first_run_with_defaults_ends_in_an_answer_on_every_local_server(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], preset: str
+) -> None:
+    server.quirks = PRESETS[preset]
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+
+    assert done.code == ExitCode.OK, done.err
+    assert (
+        done.out.strip() == "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
+    )
+
+
+def test_a_run_whose_steps_never_get_done_ends_not_finished_not_failed(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.quirks = PRESETS["llama-server, small model"]
+    server.responder = lambda request: (
+        script.text("I cannot do that.")
+        if script.classify(request).role == "executor"
+        else script.respond(request)
+    )
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--max-iterations", "3")
+
+    assert done.code == ExitCode.NOT_FINISHED, done.err
+    assert done.out.startswith("The objective was not finished")
+
+
+def test_the_fallback_for_mistakes_is_shown_and_kept_with_the_run(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.quirks = PRESETS["llama-server, small model"]
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+    assert done.code == ExitCode.OK, done.err
+    assert FALLBACK_LINE in done.err.splitlines()
+    assert "writing the answer" in done.err
+
+    shown = invoke(capsys, "show", "--thread-id", "t", "--json")
+    document = json.loads(shown.out)
+    assert document["settings"]["decision_mode"] == "json_schema"
+    assert document["settings"]["answer"] == "plain"
+    (fallback,) = document["decision_mode"]["fallbacks"]
+    assert (fallback["reason"], fallback["status"]) == ("mistakes", None)
+    assert document["usage"]["nodes"]["answer"]["calls"] == 1
+    report = invoke(capsys, "show", "--thread-id", "t").out
+    assert f"Decisions asked as json_schema:\n  {FALLBACK_LINE}" in report
+
+
+def test_answers_in_the_decision_are_a_run_setting(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t", "--answer", "decision")
+    assert done.code == ExitCode.OK, done.err
+    assert all(script.classify(r).role != "answer" for r in server.requests)
+    shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
+    assert shown["settings"]["answer"] == "decision"
+    with pytest.raises(SystemExit) as refused:
+        invoke(capsys, "run", "Ship it", "--answer", "json")
+    assert refused.value.code == ExitCode.USAGE

@@ -1,0 +1,334 @@
+"""What makes a small local model get through a run: an executor reminded of its tools, the
+answer written in plain text, decisions that fall back when a mode keeps failing, arithmetic
+steered to a computing tool, and default settings that work on every local server's quirks."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from replan.graphs.context import Context
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.prompts import DEFAULT_PROMPTS
+from replan.testing import (
+    LLAMA_CPP,
+    LLAMA_CPP_PYTHON,
+    OLLAMA,
+    Reply,
+    ScriptedOpenAIServer,
+    tool_call,
+)
+from replan.testing import plan_script as script
+from replan.testing import text as said
+from replan.tools.calculator import calculator
+from tests.support.fake_models import (
+    FakeChatModel,
+    Mode,
+    both_modes,
+    call,
+    plan,
+    respond,
+    run,
+    stream,
+    text,
+)
+
+STOCK = {"north": 120, "south": 340}
+OBJECTIVE = "Compare task queues in 2 steps"
+SMALL_ON_LLAMA_CPP = dataclasses.replace(LLAMA_CPP, run_on=True, prose_when_forced=True)
+"""llama-server with a small model: calls as text, replies run on, prose where a call is forced
+(the server does not hold it to the forced tool)."""
+PRESETS = {
+    "llama-server, small model": SMALL_ON_LLAMA_CPP,
+    "llama-server, run on": dataclasses.replace(LLAMA_CPP, run_on=True),
+    "llama-cpp-python": LLAMA_CPP_PYTHON,
+    "ollama": OLLAMA,
+    "ollama, small model": dataclasses.replace(OLLAMA, prose_when_forced=True),
+}
+
+
+@tool
+def warehouse_stock(warehouse: str) -> str:
+    """Units in stock in one warehouse (north or south)."""
+    return f"Warehouse {warehouse}: {STOCK[warehouse.strip().lower()]} units"
+
+
+@tool
+def temperature(city: str) -> str:
+    """The current temperature in a city."""
+    return f"{city}: 21.5 °C"
+
+
+def _config() -> RunnableConfig:
+    return {"configurable": {"thread_id": "t"}}
+
+
+def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
+    return Context(model="scripted-model", base_url=server.base_url, max_retries=0, **overrides)
+
+
+# --- an executor that uses its tools -------------------------------------------------------
+
+
+@both_modes
+def test_a_failure_report_without_calling_the_tool_is_asked_once_more(mode: Mode) -> None:
+    model = FakeChatModel(
+        planner=[plan("Find the count of units in warehouse south")],
+        executor=[
+            text("FAILED: Warehouse south does not exist."),
+            call("warehouse_stock", warehouse="south"),
+            text("Warehouse south has 340 units."),
+        ],
+        replanner=[respond("South has 340 units.")],
+    )
+    graph = build_plan_execute_graph(model, [warehouse_stock], checkpointer=InMemorySaver())
+    result = run(graph, "How many units are in warehouse south?", mode, config=_config())
+
+    first, second, third = model.requests_of("executor")
+    reminder = second.messages[-1]
+    assert isinstance(reminder, HumanMessage) and "`warehouse_stock`" in reminder.text
+    assert "could not be done" in reminder.text
+    assert (first.tool_choice, second.tool_choice, third.tool_choice) == (
+        None,
+        "warehouse_stock",  # the run's only tool, forced by name for one turn
+        None,
+    )
+    (done,) = result["executed_steps"]
+    assert (done["status"], done["result"]) == ("done", "Warehouse south has 340 units.")
+    assert graph.get_state(_config()).values["corrected_mistakes"] == 1
+
+
+def test_the_reminder_comes_once_per_step_and_the_second_report_stands() -> None:
+    model = FakeChatModel(
+        planner=[plan("Find the count of units in warehouse east")],
+        executor=[text("FAILED: no warehouse east."), text("FAILED: there is no east.")],
+        replanner=[respond("No such warehouse.")],
+    )
+    graph = build_plan_execute_graph(model, [warehouse_stock], checkpointer=InMemorySaver())
+    result = run(graph, "Units in warehouse east?", config=_config())
+
+    assert len(model.requests_of("executor")) == 2
+    assert result["executed_steps"][0]["status"] == "failed"
+    assert graph.get_state(_config()).values["corrected_mistakes"] == 1
+
+
+def test_a_figure_no_tool_gave_is_checked_and_the_step_names_the_tool_to_force() -> None:
+    model = FakeChatModel(
+        planner=[plan("Find the temperature in Lisbon")],
+        executor=[
+            text("It is 10 degrees warmer there."),
+            call("temperature", city="Lisbon"),
+            text("Lisbon: 21.5 °C"),
+        ],
+        replanner=[respond("21.5 °C")],
+    )
+    graph = build_plan_execute_graph(model, [temperature, calculator])
+    result = run(graph, "How warm is it in Lisbon?")
+
+    second = model.requests_of("executor")[1]
+    assert "(10)" in second.messages[-1].text and "`calculator`" in second.messages[-1].text
+    assert second.tool_choice == "temperature"  # the one tool the step names
+    assert result["executed_steps"][0]["result"] == "Lisbon: 21.5 °C"
+
+
+def test_figures_from_earlier_results_and_steps_without_own_tools_pass_unchecked() -> None:
+    model = FakeChatModel(
+        planner=[plan("Find the stock of warehouse north", "Say whether north has over 100")],
+        executor=[
+            call("warehouse_stock", warehouse="north"),
+            text("Warehouse north: 120 units"),
+            text("1. North has 120 units, over 100."),  # figures it was given
+        ],
+        replanner=[plan("Say whether north has over 100"), respond("Yes: 120 units.")],
+    )
+    result = run(build_plan_execute_graph(model, [warehouse_stock]), "Is north over 100?")
+    assert len(model.requests_of("executor")) == 3
+    assert [done["status"] for done in result["executed_steps"]] == ["done", "done"]
+
+    only_task_tools = FakeChatModel(
+        planner=[plan("Count the units")],
+        executor=[text("There are 999 units.")],
+        replanner=[respond("999")],
+    )
+    run(build_plan_execute_graph(only_task_tools), "Count the units")
+    assert len(only_task_tools.requests_of("executor")) == 1
+
+
+def test_a_call_written_as_text_after_the_reminder_is_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+
+    def responder(request: dict[str, Any]) -> Reply:
+        if script.classify(request).role != "executor":
+            return script.respond(request)
+        roles = [m.get("role") for m in request["messages"]]
+        if "tool" in roles:
+            return script.respond(request)
+        if roles.count("assistant"):  # reminded: the call, which llama-server leaves as text
+            return tool_call("warehouse_stock", {"warehouse": "north"})
+        return said("Warehouse north holds 999 units.")
+
+    with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
+        graph = build_plan_execute_graph(tools=[warehouse_stock], checkpointer=InMemorySaver())
+        result = run(graph, "Stock of north in 1 steps", config=_config(), context=_context(server))
+        state = graph.get_state(_config()).values
+
+    assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
+    executor = [r for r in server.requests if script.classify(r).role == "executor"]
+    tool_replies = [m for m in executor[-1]["messages"] if m.get("role") == "tool"]
+    assert [m["content"] for m in tool_replies] == ["Warehouse north: 120 units"]
+    assert state["recovered_calls"] >= 1 and state["corrected_mistakes"] == 1
+
+
+# --- arithmetic goes to a computing tool ---------------------------------------------------
+
+
+def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
+    with_calculator = FakeChatModel(
+        planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
+    )
+    run(build_plan_execute_graph(with_calculator, [warehouse_stock, calculator]), "Add")
+    without = FakeChatModel(
+        planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
+    )
+    run(build_plan_execute_graph(without, [warehouse_stock]), "Add")
+
+    def systems(model: FakeChatModel) -> tuple[str, str]:
+        planner = model.requests_of("planner")[0].messages[0].text
+        return planner, model.requests_of("executor")[0].messages[0].text
+
+    planner, executor = systems(with_calculator)
+    assert "a step of its own that uses `calculator`" in planner
+    assert "comparison of figures with `calculator`, never in your head" in executor
+    for prompt in systems(without):
+        assert "calculator" not in prompt and "in your head" not in prompt
+        assert "a step of its own" not in prompt
+
+
+# --- answers in plain text -----------------------------------------------------------------
+
+
+@both_modes
+def test_the_answer_is_written_by_a_plain_request_and_counted(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    answers = {"step": "The answer, written in plain text."}
+
+    def responder(request: dict[str, Any]) -> Reply:
+        if script.classify(request).role == "answer":
+            return said(answers["step"])
+        return script.respond(request)
+
+    server.responder = responder
+    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+
+    (asked,) = [r for r in server.requests if script.classify(r).role == "answer"]
+    assert not {"tools", "tool_choice", "response_format"} & asked.keys()
+    assert "RESULT 1/2" in script.prompt_text(asked) and OBJECTIVE in script.prompt_text(asked)
+    assert result["response"] == "The answer, written in plain text."
+    assert result["usage"]["nodes"]["answer"]["calls"] == 1
+    replanner = [r for r in server.requests if script.classify(r).role == "replanner"][-1]
+    respond_spec = next(t for t in replanner["tools"] if t["function"]["name"] == "respond")
+    described = respond_spec["function"]["parameters"]["properties"]["response"]["description"]
+    assert described == DEFAULT_PROMPTS.respond_note  # the decision is only a note now
+
+
+def test_with_answers_in_the_decision_there_is_no_answer_request(
+    server: ScriptedOpenAIServer,
+) -> None:
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, answer="decision"))
+
+    assert all(script.classify(r).role != "answer" for r in server.requests)
+    assert result["response"].startswith("All 2 steps") and "answer" not in result["usage"]["nodes"]
+    system = server.requests[-1]["messages"][0]["content"]
+    assert DEFAULT_PROMPTS.respond_with_answer in system
+
+
+def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.responder = lambda request: (
+        said(" \n") if script.classify(request).role == "answer" else script.respond(request)
+    )
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    events = stream(
+        graph,
+        OBJECTIVE,
+        "sync",
+        config=_config(),
+        context=_context(server),
+        stream_mode=["messages", "updates"],
+    )
+
+    nodes = {chunk[1]["langgraph_node"] for kind, chunk in events if kind == "messages"}
+    assert "answer" in nodes
+    response = graph.get_state(_config()).values["response"]
+    assert response.startswith("All 2 steps") and "Result: Executed step 2: RESULT 2/2" in response
+
+
+def test_a_run_that_stops_unfinished_writes_no_answer(server: ScriptedOpenAIServer) -> None:
+    result = run(
+        build_plan_execute_graph(max_iterations=1), "Ship it in 3 steps", context=_context(server)
+    )
+    assert result["stop_reason"] == "max_iterations"
+    assert all(script.classify(r).role != "answer" for r in server.requests)
+
+
+# --- decisions that keep failing fall back; defaults work on every server -------------------
+
+
+def test_decisions_that_keep_coming_back_as_prose_fall_back_to_a_json_reply(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.quirks = SMALL_ON_LLAMA_CPP
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    events = stream(
+        graph,
+        OBJECTIVE,
+        "sync",
+        config=_config(),
+        context=_context(server),
+        stream_mode=["custom", "updates"],
+    )
+
+    state = graph.get_state(_config()).values
+    assert state["response"].startswith("All 2 steps")
+    fallback = {
+        "refused": "tool_required",
+        "asked": "a named tool_choice ('plan')",
+        "status": None,
+        "fallback": "json_schema",
+        "reason": "mistakes",
+    }
+    assert state["decision_mode"] == {"mode": "json_schema", "fallbacks": [fallback]}
+    assert [chunk for kind, chunk in events if kind == "custom"] == [{"decision_mode": fallback}]
+    decisions = [r for r in server.requests if script.classify(r).role in ("planner", "replanner")]
+    asked = [r.get("response_format", {}).get("type") for r in decisions]
+    assert asked == [None, None, *["json_schema"] * (len(decisions) - 2)]  # never asked again
+    assert state["corrected_mistakes"] == 2
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_first_run_with_default_settings_gets_to_an_answer(
+    server: ScriptedOpenAIServer, preset: str
+) -> None:
+    server.quirks = PRESETS[preset]
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    assert result["response"].startswith("All 2 steps") and not result.get("stop_reason")
+
+
+def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_fails(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.responder = lambda request: said("I would rather chat.")
+    with pytest.raises(Exception, match="still after 3 attempts"):
+        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    asked = [r.get("response_format", {}).get("type") or "tools" for r in server.requests]
+    assert asked == ["tools"] * 2 + ["json_schema"] * 2 + ["json_object"] * 3
