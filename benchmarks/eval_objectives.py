@@ -5,21 +5,26 @@ and an answer checked by code) with three designs on the same OpenAI-compatible 
 replan with default settings (tool steps offered), replan with `replan="when_needed"`, replan
 with `tool_steps="off"` (every step through an executor model loop), and the tutorial's
 plan-and-execute design (`benchmarks/tutorial.py`). For every run it prints whether the answer
-was right, model calls, input/output tokens as the server reported them (LangChain's
-`UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
-none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
-and fallbacks replan's final state counts ("-" for the tutorial's design, which counts none of
-them), and wall time; then totals per design and ratios against the tutorial.
+was right, model calls, tool calls (every tool run, task tools too), input/output tokens as
+the server reported them (LangChain's `UsageMetadataCallbackHandler`, the same for both
+designs; "unknown" when the server reports none), the most plan steps run in one wave, the
+corrected mistakes, recovered text tool calls and fallbacks replan's final state counts ("-"
+for the tutorial's design, which counts none of them), and wall time; then totals per design,
+what each design spent per solved objective (model calls, tool calls, tokens) and ratios
+against the tutorial.
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
 `--quirk NAME=VALUE` makes that server imitate a real one (a field of its `Quirks`, e.g.
 `calls_as_text=tagged`: tool calls written as text, as llama.cpp's server returns them).
-Every run is bounded (--max-iterations, --request-timeout, --run-timeout), so a weak model
-ends unsolved instead of hanging. Progress goes to stderr, one line per run.
+Every run is bounded (--max-iterations, --request-timeout, --timeout per run), so a weak model
+ends unsolved instead of hanging. Progress goes to stderr, one line per run. `--answer` sets how
+replan's designs write their final answer (`Context.answer`; default: replan's own default).
+`--objective lookups` selects the held-out look-up objectives (`LOOKUPS`).
 
 Run: python benchmarks/eval_objectives.py [--base-url URL --model M | --quirk NAME=VALUE...]
-     [--objective NAME]... [--design NAME]... [--repeat K] [--json]
+     [--objective NAME]... [--design NAME]... [--answer plain|decision] [--repeat K]
+     [--timeout S] [--json]
 Exit codes: 0 every run solved, 1 some run not solved, 2 bad usage.
 """
 
@@ -50,10 +55,10 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
-from benchmarks.objectives import OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
+from benchmarks.objectives import LOOKUPS, OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
 from benchmarks.scripted_answers import respond  # noqa: E402
 from benchmarks.tutorial import tutorial_graph  # noqa: E402
-from replan.graphs.context import Context  # noqa: E402
+from replan.graphs.context import ANSWER_MODES, DEFAULT_ANSWER, AnswerMode, Context  # noqa: E402
 from replan.graphs.executor import EXECUTOR  # noqa: E402
 from replan.graphs.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
@@ -117,6 +122,8 @@ class Bounds:
     max_iterations: int = MAX_ITERATIONS
     request_timeout: float = REQUEST_TIMEOUT
     run_timeout: float = RUN_TIMEOUT
+    answer: AnswerMode = DEFAULT_ANSWER
+    """How replan's designs write the final answer (`Context.answer`)."""
 
 
 @dataclass
@@ -127,6 +134,7 @@ class Run:
     design: str
     solved: bool
     model_calls: int
+    tool_calls: int
     input_tokens: int | None
     output_tokens: int | None
     widest_wave: int
@@ -138,13 +146,20 @@ class Run:
 
 
 class Meter(UsageMetadataCallbackHandler):
-    """Counts chat model calls and the calls whose reply carried no usage, on top of LangChain's
-    usage totals."""
+    """Counts chat model calls, the calls whose reply carried no usage and tool runs, on top of
+    LangChain's usage totals."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
         self.unreported = 0
+        self.tool_calls = 0
+
+    def on_tool_start(
+        self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        with self._lock:
+            self.tool_calls += 1
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: Any, *, run_id: UUID, **kwargs: Any
@@ -217,6 +232,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
                 base_url=server.base_url,
                 replan="when_needed" if design == "when_needed" else "each_wave",
                 tool_steps="off" if design == "tool_steps_off" else "auto",
+                answer=bounds.answer,
                 timeout=bounds.request_timeout,
                 max_retries=MODEL_RETRIES,
             )
@@ -245,6 +261,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
         design=design,
         solved=solved,
         model_calls=meter.calls,
+        tool_calls=meter.tool_calls,
         input_tokens=meter.tokens("input_tokens"),
         output_tokens=meter.tokens("output_tokens"),
         widest_wave=widest,
@@ -264,6 +281,7 @@ class Totals:
     runs: int = 0
     solved: int = 0
     model_calls: int = 0
+    tool_calls: int = 0
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     counters: dict[str, int] = field(default_factory=dict)
@@ -274,6 +292,24 @@ class Totals:
     def calls_per_solved(self) -> float | None:
         """Model calls per solved objective (None when none was solved)."""
         return self.model_calls / self.solved if self.solved else None
+
+
+def per_solved(total: Totals) -> dict[str, float | None]:
+    """What a design spent per solved objective: model calls, tool calls and tokens (input
+    plus output; None when unknown), over all its runs; all None when it solved none."""
+    tokens = (
+        None
+        if total.input_tokens is None or total.output_tokens is None
+        else total.input_tokens + total.output_tokens
+    )
+    spent = {"tool_calls": total.tool_calls, "tokens": tokens}
+    return {
+        "model_calls": total.calls_per_solved,
+        **{
+            name: None if value is None or not total.solved else value / total.solved
+            for name, value in spent.items()
+        },
+    }
 
 
 def _plus(total: int | None, value: int | None) -> int | None:
@@ -288,6 +324,7 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
         total.runs += 1
         total.solved += run.solved
         total.model_calls += run.model_calls
+        total.tool_calls += run.tool_calls
         total.input_tokens = _plus(total.input_tokens, run.input_tokens)
         total.output_tokens = _plus(total.output_tokens, run.output_tokens)
         for key, value in run.counters.items():
@@ -300,6 +337,7 @@ RATIO_FIELDS = (
     "solved",
     "model_calls",
     "calls_per_solved",
+    "tool_calls",
     "input_tokens",
     "output_tokens",
     "wall",
@@ -343,6 +381,7 @@ COLUMNS = (
     ("design", 16),
     ("solved", 7),
     ("calls", 6),
+    ("tools", 6),
     ("in tok", 8),
     ("out tok", 8),
     ("wave", 5),
@@ -369,6 +408,7 @@ def table(runs: Sequence[Run]) -> str:
                     run.design,
                     "yes" if run.solved else "NO",
                     _cell(run.model_calls),
+                    _cell(run.tool_calls),
                     _cell(run.input_tokens),
                     _cell(run.output_tokens),
                     _cell(run.widest_wave),
@@ -387,6 +427,7 @@ def table(runs: Sequence[Run]) -> str:
                     design,
                     f"{total.solved}/{total.runs}",
                     _cell(total.model_calls),
+                    _cell(total.tool_calls),
                     _cell(total.input_tokens),
                     _cell(total.output_tokens),
                     "",
@@ -395,6 +436,11 @@ def table(runs: Sequence[Run]) -> str:
                 ]
             )
         )
+    for design, total in by_design.items():
+        spent = ", ".join(
+            f"{name.replace('_', ' ')} {_cell(value)}" for name, value in per_solved(total).items()
+        )
+        lines.append(f"{design} per solved objective: {spent}")
     for name, row in ratios(by_design).items():
         figures = ", ".join(
             f"{field_} x{value:.2f}" if value is not None else f"{field_} n/a"
@@ -492,7 +538,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = _Parser(prog="eval_objectives.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: scripted server)")
     parser.add_argument("--model", help="model name (default: $REPLAN_MODEL)")
-    parser.add_argument("--objective", action="append", choices=list(OBJECTIVES), default=[])
+    parser.add_argument(
+        "--objective",
+        action="append",
+        choices=[*OBJECTIVES, "lookups"],
+        default=[],
+        help="an objective, or 'lookups' for the held-out look-up objectives (default: all)",
+    )
     parser.add_argument("--design", action="append", choices=DESIGNS, default=[])
     parser.add_argument("--repeat", type=_positive(int), default=1, help="runs of each pair")
     parser.add_argument(
@@ -502,7 +554,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--request-timeout", type=_positive(float), default=REQUEST_TIMEOUT, help="s per call"
     )
     parser.add_argument(
-        "--run-timeout", type=_positive(float), default=RUN_TIMEOUT, help="s per run"
+        "--timeout",
+        "--run-timeout",
+        dest="run_timeout",
+        type=_positive(float),
+        default=RUN_TIMEOUT,
+        help="s per run",
+    )
+    parser.add_argument(
+        "--answer",
+        choices=ANSWER_MODES,
+        default=DEFAULT_ANSWER,
+        help="how replan's designs write the final answer (Context.answer)",
     )
     parser.add_argument(
         "--quirk", action="append", type=_quirk, default=[], help="scripted server: NAME=VALUE"
@@ -517,8 +580,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the suite and print the table (or JSON); 0 when every run was solved."""
     options = parse_args(argv)
-    objectives = [OBJECTIVES[name] for name in options.objective] or list(OBJECTIVES.values())
-    bounds = Bounds(options.max_iterations, options.request_timeout, options.run_timeout)
+    names = [n for name in options.objective for n in (LOOKUPS if name == "lookups" else [name])]
+    objectives = [OBJECTIVES[name] for name in dict.fromkeys(names)] or list(OBJECTIVES.values())
+    bounds = Bounds(
+        options.max_iterations, options.request_timeout, options.run_timeout, options.answer
+    )
     with serving(options.base_url, options.model, Quirks(**dict(options.quirk))) as server:
         runs = asyncio.run(
             run_suite(objectives, options.design or DESIGNS, options.repeat, server, bounds)
@@ -528,6 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = {
             "runs": [asdict(run) for run in runs],
             "totals": {design: asdict(total) for design, total in by_design.items()},
+            "per_solved": {design: per_solved(total) for design, total in by_design.items()},
             "ratios": ratios(by_design),
         }
         print(json.dumps(report, indent=2))

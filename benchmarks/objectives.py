@@ -9,8 +9,6 @@ its executor would carry each one out (`benchmarks/scripted_answers.py` plays th
 
 from __future__ import annotations
 
-import ast
-import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from replan.state.plans import InMemoryPlanStorage
 from replan.state.tasks import Task, TaskContext
+from replan.tools.calculator import calculate, calculator_tool
 from replan.tools.plan_tools import plan_tools
 
 # --- the suite's tools --------------------------------------------------------------------
@@ -47,26 +46,18 @@ PARTS = {
     "P-100": "P-100: discontinued, replaced by P-200; none in stock",
     "P-200": "P-200: 40 in stock",
 }
+WAREHOUSES = {"north": 120, "south": 340, "east": 275}
+"""Units of the item in stock per warehouse."""
+TEMPERATURES = {"lisbon": 22.0, "helsinki": 8.5}
+"""Current temperatures in °C (the difference is 13.5)."""
+INVOICES = {"ACME": ("INV-101", "INV-102", "INV-103")}
+AMOUNTS = {"INV-101": 120.50, "INV-102": 75.25, "INV-103": 310.00}
+"""Invoice amounts in EUR (505.75 together)."""
+PRICE_LIST = {"printer paper": 4.35, "toner": 61.90}
+"""Unit prices in EUR."""
+PAPER_BOXES = 12
 ERROR = "Error:"
 """How the suite's tools start a refusal (raised as ToolException: the model sees the text)."""
-
-_OPERATORS: dict[type, Callable[..., float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.USub: operator.neg,
-}
-
-
-def _evaluate(node: ast.AST) -> float:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return float(node.value)
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.operand))
-    raise ValueError("only numbers, + - * / and brackets are allowed")
 
 
 def number_text(value: float) -> str:
@@ -100,12 +91,43 @@ class Kit:
         return f"{item.strip().lower()} costs {price:.2f} EUR"
 
     def calculator(self, expression: str) -> str:
-        """Evaluate arithmetic with + - * / and brackets, e.g. '2 * (3.5 + 1)'."""
-        try:
-            value = _evaluate(ast.parse(expression, mode="eval").body)
-        except (SyntaxError, ValueError, ZeroDivisionError) as error:
-            raise ToolException(f"{ERROR} cannot evaluate {expression!r}: {error}") from error
-        return f"{expression} = {number_text(value)}"
+        """replan's calculator (`replan.tools.calculator`), a computing tool."""
+        return calculate(expression)
+
+    def warehouse_stock(self, warehouse: str) -> str:
+        """How many units of the item are in stock in one warehouse (north, south or east)."""
+        units = WAREHOUSES.get(warehouse.strip().lower())
+        if units is None:
+            raise ToolException(f"{ERROR} no warehouse {warehouse!r}; known: {sorted(WAREHOUSES)}")
+        return f"Warehouse {warehouse.strip().lower()}: {units} units"
+
+    def temperature(self, city: str) -> str:
+        """The current temperature in a city, in °C."""
+        degrees = TEMPERATURES.get(city.strip().lower())
+        if degrees is None:
+            raise ToolException(f"{ERROR} no temperature for {city!r}")
+        return f"{city.strip().title()}: {degrees:.1f} °C"
+
+    def invoices(self, customer: str) -> str:
+        """The numbers of a customer's open invoices."""
+        numbers = INVOICES.get(customer.strip().upper())
+        if numbers is None:
+            raise ToolException(f"{ERROR} no customer {customer!r}")
+        return f"Open invoices of {customer.strip().upper()}: {', '.join(numbers)}"
+
+    def invoice_amount(self, invoice: str) -> str:
+        """The amount of one invoice, by its number (such as INV-101), in EUR."""
+        amount = AMOUNTS.get(invoice.strip().upper())
+        if amount is None:
+            raise ToolException(f"{ERROR} no invoice {invoice!r}")
+        return f"{invoice.strip().upper()}: {amount:.2f} EUR"
+
+    def unit_price(self, product: str) -> str:
+        """The price list's price of one unit of a product, in EUR."""
+        price = PRICE_LIST.get(product.strip().lower())
+        if price is None:
+            raise ToolException(f"{ERROR} no product {product!r}; listed: {sorted(PRICE_LIST)}")
+        return f"{product.strip().lower()}: {price:.2f} EUR per box"
 
     def convert(self, value: float, from_unit: str, to_unit: str) -> str:
         """Convert a length one step along mi -> km -> m -> ft (only those single steps)."""
@@ -162,6 +184,7 @@ class Kit:
     def tools(self, names: Sequence[str]) -> list[BaseTool]:
         """The tools called `names`: the methods above, and replan's plan-document tools."""
         documents = {t.name: t for t in plan_tools(self.plans, workspace=self.folder)}
+        documents["calculator"] = calculator_tool()
         return [
             documents[name]
             if name in documents
@@ -268,6 +291,33 @@ def check_meeting(outcome: Outcome) -> bool:
     return bool(written) and int(written[-1]) == first_common_free_hour()
 
 
+def check_warehouse(outcome: Outcome) -> bool:
+    """The warehouse with the most units, with its count, and no other warehouse's count."""
+    best = max(WAREHOUSES, key=WAREHOUSES.__getitem__)
+    others = [units for name, units in WAREHOUSES.items() if name != best]
+    text = outcome.response
+    return (
+        best in text.lower()
+        and mentions(text, WAREHOUSES[best])
+        and not any(mentions(text, units) for units in others)
+    )
+
+
+def check_temperature_gap(outcome: Outcome) -> bool:
+    """How much warmer Lisbon is than Helsinki."""
+    return mentions(outcome.response, TEMPERATURES["lisbon"] - TEMPERATURES["helsinki"], 0.05)
+
+
+def check_invoice_total(outcome: Outcome) -> bool:
+    """The total of ACME's open invoices."""
+    return mentions(outcome.response, sum(AMOUNTS[n] for n in INVOICES["ACME"]))
+
+
+def check_paper_order(outcome: Outcome) -> bool:
+    """The price of `PAPER_BOXES` boxes of printer paper."""
+    return mentions(outcome.response, PAPER_BOXES * PRICE_LIST["printer paper"])
+
+
 # --- the scripted model's answers ---------------------------------------------------------
 
 Call = tuple[str, dict[str, Any]]
@@ -370,6 +420,34 @@ def _meeting_report(prompt: str, results: list[str]) -> str:
     }
     free = next(h for h in WORKDAY if busy and all(h not in hours for hours in busy.values()))
     return f"The first hour both are free on Monday is {free:02d}:00"
+
+
+def _most_units_report(prompt: str, results: list[str]) -> str:
+    stock = {name: int(units) for name, units in _found(r"Warehouse (\w+): (\d+) units", prompt)}
+    best = max(stock, key=stock.__getitem__)
+    return f"Warehouse {best} has the most units: {stock[best]}"
+
+
+def _difference(prompt: str, results: list[str]) -> Call | None:
+    degrees = dict(_found(r"(Lisbon|Helsinki): ([\d.]+) °C", prompt))
+    expression = f"{degrees['Lisbon']} - {degrees['Helsinki']}"
+    return None if results else ("calculator", {"expression": expression})
+
+
+def _invoice_sum(prompt: str, results: list[str]) -> Call | None:
+    amounts = dict(_found(r"(INV-\d+): ([\d.]+) EUR", prompt))  # each invoice once
+    return None if results else ("calculator", {"expression": " + ".join(amounts.values())})
+
+
+def _paper_price(prompt: str, results: list[str]) -> Call | None:
+    price = _found(r"printer paper: ([\d.]+) EUR", prompt)[-1]
+    return None if results else ("calculator", {"expression": f"{PAPER_BOXES} * {price}"})
+
+
+def _invoice_plan(results: dict[str, str]) -> list[str]:
+    if "list" not in results:
+        return ["list"]
+    return [key for key in (*INVOICES["ACME"], "total") if key not in results]
 
 
 def _order_plan(results: dict[str, str]) -> list[str]:
@@ -538,5 +616,89 @@ SUITE: tuple[Objective, ...] = (
             (*BUSY_HOURS, "meet"),
         ),
     ),
+    Objective(
+        "warehouse_most",
+        "Which warehouse has the most units of the item: north, south or east? Look up each "
+        "warehouse's stock with warehouse_stock and answer with that warehouse's name and its "
+        "count only.",
+        ("warehouse_stock", "calculator"),
+        check_warehouse,
+        Scripted(
+            {
+                **{
+                    name: Step(f"Find the count of units in warehouse {name}", (), once(
+                        "warehouse_stock", {"warehouse": name}
+                    ))
+                    for name in WAREHOUSES
+                },
+                "most": Step("Name the warehouse with the most units and its count",
+                             tuple(WAREHOUSES), report=_most_units_report),
+            },
+            (*WAREHOUSES, "most"),
+        ),
+    ),
+    Objective(
+        "temperature_gap",
+        "How many degrees warmer is it in Lisbon than in Helsinki right now? Look up both "
+        "temperatures and give the difference in °C.",
+        ("temperature", "calculator"),
+        check_temperature_gap,
+        Scripted(
+            {
+                **{
+                    city: Step(f"Find the current temperature in {city.title()}", (), once(
+                        "temperature", {"city": city.title()}
+                    ))
+                    for city in TEMPERATURES
+                },
+                "gap": Step("Subtract the Helsinki temperature from the Lisbon temperature",
+                            tuple(TEMPERATURES), _difference),
+            },
+            (*TEMPERATURES, "gap"),
+        ),
+    ),
+    Objective(
+        "invoice_total",
+        "What is the total of customer ACME's open invoices, in EUR? List their invoices, look "
+        "up the amount of each one and add them up.",
+        ("invoices", "invoice_amount", "calculator"),
+        check_invoice_total,
+        Scripted(
+            {
+                "list": Step("List the open invoices of customer ACME", (), once(
+                    "invoices", {"customer": "ACME"}
+                )),
+                **{
+                    number: Step(f"Find the amount of invoice {number}", (), once(
+                        "invoice_amount", {"invoice": number}
+                    ))
+                    for number in INVOICES["ACME"]
+                },
+                "total": Step("Add up the three invoice amounts", INVOICES["ACME"], _invoice_sum),
+            },
+            ("list",),
+            _invoice_plan,
+        ),
+    ),
+    Objective(
+        "paper_order",
+        f"What do {PAPER_BOXES} boxes of printer paper cost at the price list's unit price, in "
+        "EUR?",
+        ("unit_price", "calculator"),
+        check_paper_order,
+        Scripted(
+            {
+                "price": Step("Find the unit price of printer paper", (), once(
+                    "unit_price", {"product": "printer paper"}
+                )),
+                "cost": Step(f"Multiply the unit price by {PAPER_BOXES} boxes", ("price",),
+                             _paper_price),
+            },
+            ("price", "cost"),
+        ),
+    ),
 )  # fmt: skip
 OBJECTIVES: dict[str, Objective] = {objective.name: objective for objective in SUITE}
+LOOKUPS = ("warehouse_most", "temperature_gap", "invoice_total", "paper_order")
+"""The held-out look-up objectives: look-ups with a computing tool, then a sum, a difference,
+a product or a comparison of their figures."""

@@ -1,8 +1,8 @@
 """A scripted model that solves every objective of the suite, for the scripted server.
 
-`respond(request)` plays the planner, executor and replanner of replan and of the tutorial
-design, recognising the role from the tools the request offers or forces, the objective from
-its text and a step from the step's text (the one named last in the prompt). It remembers
+`respond(request)` plays the planner, executor, replanner (and answer) of replan and of the
+tutorial design, recognising the role from the tools the request offers or forces, the objective
+from its text and a step from the step's text (the one named last in the prompt). It remembers
 nothing between requests: the executor's reports carry a marker ``[objective/step]`` by which
 the replanner finds what is done. The tutorial's executor sees no earlier results, so its
 replanner copies them into the text of the steps left, as a good model would.
@@ -209,6 +209,9 @@ def respond(request: dict[str, Any]) -> Reply:
         action = {"response": decision} if isinstance(decision, str) else {"steps": decision}
         return tool_call("Act", {"action": action})
     offered = step_tools(request)
+    if role == "answer":  # replan's plain-text answer: what the replanner would respond
+        decision = decide(objective, prompt, tutorial=False)
+        return text(decision if isinstance(decision, str) else "Not all steps are done.")
     if role == "planner":
         steps = (
             tool_step_plan(objective, list(first), prompt, offered, first_plan=True)

@@ -23,23 +23,30 @@ from benchmarks.eval_objectives import (
     Bounds,
     Meter,
     Server,
+    Totals,
     counters,
     main,
+    per_solved,
     run_one,
 )
 from benchmarks.objectives import (
     CATALOGUE,
+    LOOKUPS,
     OBJECTIVES,
     Kit,
     Order,
     Outcome,
     check_catalogue,
+    check_invoice_total,
     check_meeting,
     check_order,
+    check_paper_order,
     check_plan_document,
     check_tasks,
+    check_temperature_gap,
     check_tickets,
     check_units,
+    check_warehouse,
     check_weather,
 )
 from benchmarks.scripted_answers import respond, results_in
@@ -328,3 +335,63 @@ def test_tokens_are_unknown_unless_every_reply_reported_them() -> None:
     assert (meter.tokens("input_tokens"), meter.tokens("output_tokens")) == (12, 4)
     meter.on_llm_end(_reply(None))
     assert meter.tokens("input_tokens") is None and meter.tokens("output_tokens") is None
+
+
+def test_the_lookup_objectives_are_solved_with_tool_calls_and_figures_per_solved_objective(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--objective", "lookups", "--design", "replan", "--timeout", "60", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    runs = {run["objective"]: run for run in report["runs"]}
+    assert list(runs) == list(LOOKUPS)
+    # each look-up and each calculation is one tool run
+    assert {name: run["tool_calls"] for name, run in runs.items()} == {
+        "warehouse_most": 3,
+        "temperature_gap": 3,
+        "invoice_total": 5,
+        "paper_order": 2,
+    }
+    total = report["totals"]["replan"]
+    assert total["tool_calls"] == 13
+    spent = report["per_solved"]["replan"]
+    assert spent["model_calls"] == pytest.approx(total["model_calls"] / 4)
+    tokens = total["input_tokens"] + total["output_tokens"]
+    assert spent["tokens"] == pytest.approx(tokens / 4)
+
+
+def test_the_table_shows_tool_calls_and_what_a_solved_objective_cost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--objective", "paper_order", "--design", "replan", "--answer", "decision"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    header, row = out.splitlines()[:2]
+    assert header.split()[:5] == ["objective", "design", "solved", "calls", "tools"]
+    assert row.split()[:5] == ["paper_order", "replan", "yes", "7", "2"]  # no answer request
+    assert "replan per solved objective: model calls 7.0, tool calls 2.0, tokens " in out
+
+
+def test_nothing_solved_costs_nothing_per_solved_objective() -> None:
+    spent = per_solved(Totals(runs=2, model_calls=9, tool_calls=3))
+    assert spent == {"model_calls": None, "tool_calls": None, "tokens": None}
+    unknown = per_solved(Totals(runs=1, solved=1, model_calls=4, input_tokens=None))
+    assert unknown == {"model_calls": 4.0, "tool_calls": 0.0, "tokens": None}
+
+
+def test_lookup_checkers(tmp_path: Path) -> None:
+    assert check_warehouse(outcome(tmp_path, "Warehouse south: 340 units."))
+    assert not check_warehouse(outcome(tmp_path, "Warehouse north: 120 units."))
+    assert not check_warehouse(outcome(tmp_path, "north 120, south 340, east 275: south"))
+    assert check_temperature_gap(outcome(tmp_path, "Lisbon is 13.5 °C warmer."))
+    assert not check_temperature_gap(outcome(tmp_path, "Lisbon is 10 degrees warmer."))
+    assert check_invoice_total(outcome(tmp_path, "The total is 505.75 EUR."))
+    assert not check_invoice_total(outcome(tmp_path, "The total is 706.75 EUR."))
+    assert check_paper_order(outcome(tmp_path, "12 boxes cost 52.20 EUR."))
+    assert not check_paper_order(outcome(tmp_path, "A box costs 4.35 EUR."))
+
+
+def test_the_suite_calculator_is_replans_computing_tool(tmp_path: Path) -> None:
+    (calculator,) = Kit(tmp_path).tools(["calculator"])
+    assert calculator.metadata == {"computes": True}
+    assert calculator.invoke({"expression": "120.50 + 75.25 + 310.00"}).endswith("= 505.75")
