@@ -260,7 +260,7 @@ def test_show_json_and_progress_report_usage_and_cost(tmp_path: Path) -> None:
         usage = _json(run_cli(None, tmp_path, "show", "--thread-id", "u", "--json"))["usage"]
         _assert_attributed(usage, server)
     total = _expected(server, "planner")
-    for role in ("executor", "replanner"):
+    for role in ("executor", "replanner", *["answer"] * ANSWER_CALLS):
         total = {key: total[key] + _expected(server, role)[key] for key in total}
     dollars = (total["input"] * 1 + total["output"] * 2) / 1e6
     assert usage["total"] == {**total, "cost_usd": pytest.approx(dollars)}
@@ -281,6 +281,7 @@ def test_show_json_and_progress_report_usage_and_cost(tmp_path: Path) -> None:
         "executor",
         *(f"step {i} (Step {i} of 3 [{TOPIC}])" for i in (1, 2, 3)),
         "replanner",
+        *["answer"] * ANSWER_CALLS,
     ]
     assert report[4].startswith("    step 2 (Step 2 of 3 [count in 3 parallel steps]): 2 model")
 
@@ -295,14 +296,23 @@ def test_a_server_without_usage_shows_unknown_tokens(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_uneven, quirks=Quirks(usage=False)) as server:
         done = run_cli(server, tmp_path, "run", OBJECTIVE, "--thread-id", "n")
     assert done.code == 0, done.err
-    assert _tokens_lines(done.err)[-1] == "Tokens so far: 6 model calls: tokens unknown"
+    calls = 6 + ANSWER_CALLS
+    assert _tokens_lines(done.err)[-1] == f"Tokens so far: {calls} model calls: tokens unknown"
     shown = run_cli(
         None, tmp_path, "show", "--thread-id", "n", "--price-in", "1", "--price-out", "1"
     ).out
-    assert "  total: 6 model calls: tokens unknown; cost unknown (price_in/price_out)" in shown
+    assert (
+        f"  total: {calls} model calls: tokens unknown; cost unknown (price_in/price_out)" in shown
+    )
     assert "  planner: 1 model call: tokens unknown; cost unknown" in shown
     total = _json(run_cli(None, tmp_path, "show", "--thread-id", "n", "--json"))["usage"]["total"]
-    assert total == {"calls": 6, "no_usage": 6, "input": None, "cached": None, "output": None}
+    assert total == {
+        "calls": calls,
+        "no_usage": calls,
+        "input": None,
+        "cached": None,
+        "output": None,
+    }
 
 
 @pytest.mark.slow  # real processes

@@ -21,6 +21,7 @@ from replan.testing.requests import prompt_text
 from tests.server.conftest import SHARED_LIST, Cluster, Served
 from tests.server.test_langgraph_dev import TASK, respond_with_a_task
 from tests.support.aegra_server import REPO
+from tests.support.fake_models import ANSWER_CALLS
 from tests.support.readme import python_blocks
 
 pytestmark = pytest.mark.slow  # real Aegra servers
@@ -56,7 +57,14 @@ def test_a_run_streams_its_updates_and_its_task_list_comes_back(aegra_served: Se
     with responding(aegra_served.model, respond_with_a_task):
         parts = client.runs.stream(thread, GRAPH, input=objective(), stream_mode="updates")
         order = [node for part in parts if part.event == "updates" for node in part.data]
-    assert order == ["planner", "executor", "replanner", "executor", "replanner"]
+    assert order == [
+        "planner",
+        "executor",
+        "replanner",
+        "executor",
+        "replanner",
+        *["answer"] * ANSWER_CALLS,
+    ]
     values = client.threads.get_state(thread)["values"]
     assert isinstance(values, dict) and values["response"] == ANSWER
     (task,) = values["tasks_context"]["tasks"]  # a TaskContext, back out of a checkpoint
@@ -209,6 +217,10 @@ def test_the_docs_sdk_example_runs(
     code = code.replace("http://127.0.0.1:2026", aegra_served.url)
     exec(compile(code, f"{SERVING}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[:-2]] == ["metadata", *["updates"] * 5, "end"]
+    assert [line.split()[0] for line in lines[:-2]] == [
+        "metadata",
+        *["updates"] * (5 + ANSWER_CALLS),
+        "end",
+    ]
     assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
     assert lines[-2:] == [str(STEPS), ANSWER]

@@ -21,6 +21,7 @@ from replan.graphs.cli import main as replan
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.dev_server import REPO, dev_server
+from tests.support.fake_models import ANSWER_CALLS
 from tests.support.readme import doc, python_blocks
 
 pytestmark = pytest.mark.slow  # a real `langgraph dev` server
@@ -111,7 +112,14 @@ def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -
     thread = new_thread(client)
     parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
     order = [node for part in parts if part.event == "updates" for node in part.data]
-    assert order == ["planner", "executor", "replanner", "executor", "replanner"]
+    assert order == [
+        "planner",
+        "executor",
+        "replanner",
+        "executor",
+        "replanner",
+        *["answer"] * ANSWER_CALLS,
+    ]
 
     state = client.threads.get_state(thread)
     values = state["values"]
@@ -156,6 +164,7 @@ def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Serv
         "asked": "tool_choice 'required'",
         "status": 500,
         "fallback": "tool_named",
+        "reason": "refused",
     }
     assert custom == [{"decision_mode": fallback}]
     values = client.threads.get_state(thread)["values"]
