@@ -226,6 +226,9 @@ async def _run(design: str, objective: str, base_url: str, clock: Clock) -> Figu
             replan="each_wave" if design.endswith("each_wave") else "when_needed",
             tool_steps="off" if design == "tool_steps off" else "auto",
             max_iterations=2 * CHAIN,
+            # The targets are the tool-steps design's own: the answer stays in the replanner's
+            # decision. A plain-text answer (the default) adds one request to every run.
+            answer="decision",
         )
         graph = build_plan_execute_graph(tools=tools.all())
         messages = {"messages": [("user", objective)]}

@@ -199,7 +199,12 @@ class Executor(ModelNode):
             run = {**run, "tasks_context": tasks}
         brief = self.prompts.executor_task.format(**executor_briefing(run))
         loop = self.loops[chosen(runtime.context)]
-        start = {"messages": [HumanMessage(brief)], "tasks_context": tasks, "step": step["step"]}
+        start = {
+            "messages": [HumanMessage(brief)],
+            "tasks_context": tasks,
+            "step": step["step"],
+            "builds_on": bool(run["dependencies"]),
+        }
         done = yield Call(loop, start)
         context = runtime.context or Context()
         max_steps = self.bounds.for_run(context).executor_max_steps
@@ -299,17 +304,22 @@ class Executor(ModelNode):
         """What the model is told when its final `reply` should not pass unchecked: the run has
         tools of its own, none of them was called in this step, no reminder was given yet, and
         the reply reports a failure or gives figures that nothing the step was shown or its
-        tools answered holds. None when the reply stands."""
+        tools answered holds. Figures are checked when the run has a computing tool (the sum
+        belongs to it) or the step builds on no earlier result (a new figure can only be a
+        look-up); a step that works figures out of earlier results with no tool to compute
+        them is left to do so. None when the reply stands."""
         if state.get("reminded") or not offer.own or reply.tool_calls or cut_off(reply):
             return None
         own = set(offer.own)
         earlier = [m for m in state["messages"] if isinstance(m, AIMessage)]
         if any(call["name"] in own for m in earlier for call in m.tool_calls):
             return None
+        figures = bool(offer.computing) or not state.get("builds_on", False)
         problem = reminder_problem(
             self.prompts,
             reply.text,
             [m.text for m in state["messages"] if not isinstance(m, AIMessage)],
+            figures=figures,
         )
         if problem is None:
             return None
@@ -389,16 +399,19 @@ def _first_of_each_call(
     return kept
 
 
-def reminder_problem(prompts: Prompts, report: str, given: Sequence[str]) -> str | None:
+def reminder_problem(
+    prompts: Prompts, report: str, given: Sequence[str], *, figures: bool = True
+) -> str | None:
     """What is wrong with a `report` made without a tool call, as the reminder says it (it
-    reports a failure, or figures none of the `given` texts holds); None when nothing is."""
+    reports a failure, or, when `figures` are checked, figures none of the `given` texts
+    holds); None when nothing is."""
     if not report.strip():
         return None
     if is_failure_report(report):
         return prompts.reminder_failed
-    figures = unexplained_figures(report, given)
-    if figures:
-        return prompts.reminder_figures.format(figures=", ".join(figures[:SHOWN_FIGURES]))
+    unexplained = unexplained_figures(report, given) if figures else []
+    if unexplained:
+        return prompts.reminder_figures.format(figures=", ".join(unexplained[:SHOWN_FIGURES]))
     return None
 
 

@@ -178,6 +178,8 @@ class ExecutorState(TasksState, total=False):
     turn must call ("" for none), `usage` adds up their tokens."""
 
     step: str
+    builds_on: bool
+    """Whether the step was given the results of earlier steps."""
     model_calls: int
     reminded: bool
     forced_tool: str

@@ -27,6 +27,7 @@ from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.graphs.tool_steps import OwnTools, number_at_end, substitute
 from replan.testing import ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
+from replan.testing import text as said
 from replan.testing.requests import step_tools, steps_schema
 from tests.support.fake_models import FakeChatModel, Mode, Request, both_modes, call, run, text
 from tests.support.kill_gates import kill_at_gate
@@ -354,6 +355,8 @@ def test_every_decision_mode_offers_the_tools_in_the_plan_schema(
     def responder(request: dict[str, Any]) -> Any:
         if script.classify(request).role == "planner":
             return tool_call("plan", {"steps": [price_step("A")]})
+        if script.classify(request).role == "answer":  # the answer, in plain text
+            return said("4.20")
         return tool_call("respond", {"response": "4.20"})
 
     with ScriptedOpenAIServer(responder) as server:
@@ -427,7 +430,8 @@ def test_off_keeps_the_plan_schema_and_prompt_and_refuses_tool_steps() -> None:
 
     first, second = model.requests_of("planner")
     assert first.messages[0].content == DEFAULT_PROMPTS.planner.format(
-        tools="\n".join(f"- {t.name}: {t.description}" for t in graph_tools(kit))
+        tools="\n".join(f"- {t.name}: {t.description}" for t in graph_tools(kit)),
+        computing="",  # the kit has no computing tool
     )
     assert "tool steps are not offered in this run" in second.prompt
     assert kit.calls == [("price", "A")]  # by the executor's model, as before
