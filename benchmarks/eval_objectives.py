@@ -109,6 +109,9 @@ COUNTERS = {
 counters (the table shows "-")."""
 NOT_COUNTED = "-"
 MAX_ITERATIONS = 8
+ANSWER_CHARS = 400
+ERROR_CHARS = 200
+"""How much of a run's answer the JSON report keeps."""
 EXECUTOR_MAX_STEPS = 8
 REQUEST_TIMEOUT = 120.0
 RUN_TIMEOUT = 600.0
@@ -143,6 +146,10 @@ class Run:
     wall: float
     error: str = ""
     """Why the run ended without an answer to check (exception, timeout, stop_reason)."""
+    answer: str = ""
+    """The run's final answer, shortened (to see why a run was not solved)."""
+    steps: list[str] = field(default_factory=list)
+    """replan's executed steps, each `status: step -> result`, shortened."""
 
 
 class Meter(UsageMetadataCallbackHandler):
@@ -188,8 +195,7 @@ def counters(state: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _one_line(error: BaseException) -> str:
-    message = " ".join(str(error).split()) or "no message"
-    return f"{type(error).__name__}: {message}"[:200]
+    return _short(f"{type(error).__name__}: {str(error) or 'no message'}", ERROR_CHARS)
 
 
 def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bounds: Bounds) -> Any:
@@ -268,7 +274,18 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
         counters={} if design == "tutorial" else counters(state),
         wall=wall,
         error=error,
+        answer=_short(str(state.get("response", "")), ANSWER_CHARS),
+        steps=[
+            f"{done.get('status', 'done')}: {done['step']} -> {_short(done['result'], 120)}"
+            for done in state.get("executed_steps", [])
+        ],
     )
+
+
+def _short(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 # --- totals and the table -----------------------------------------------------------------
