@@ -285,7 +285,9 @@ def model_errors() -> Iterator[None]:
     except openai.APITimeoutError as exc:  # a subclass of APIConnectionError: handled first
         raise ModelUnavailableError(_no_reply_in_time(exc.request)) from exc
     except openai.APIConnectionError as exc:
-        raise ModelUnavailableError(f"cannot reach the model server: {exc}") from exc
+        raise ModelUnavailableError(
+            f"cannot reach the model server at {server_url(exc.request)}: {exc}"
+        ) from exc
     except openai.AuthenticationError as exc:
         raise ModelUnavailableError(f"the model server refused the API key: {exc}") from exc
     except openai.APIStatusError as exc:
@@ -296,9 +298,14 @@ def model_errors() -> Iterator[None]:
         ) from exc
 
 
+def server_url(request: Any) -> str:
+    """The base URL of the server a request went to (its API path left out)."""
+    return str(request.url).removesuffix("/chat/completions").removesuffix("/models")
+
+
 def _no_reply_in_time(request: Any) -> str:
     """What a timed-out request says: how long the client waited for which server."""
-    url = str(request.url).removesuffix("/chat/completions")
+    url = server_url(request)
     waited = (request.extensions.get("timeout") or {}).get("read")
     within = f"within {waited:g} s " if isinstance(waited, int | float) else ""
     return f"{_node_name()}: no reply {within}from {url}"

@@ -292,7 +292,7 @@ def test_a_server_that_is_down_is_unreachable(
         url = server.base_url
     outcome = invoke(capsys, "check", "--base-url", url, "--quiet")
     assert (outcome.code, outcome.out) == (ExitCode.MODEL_UNAVAILABLE, "")
-    assert outcome.err == "replan: cannot reach the model server: Connection error.\n"
+    assert outcome.err == f"replan: cannot reach the model server at {url}: Connection error.\n"
 
 
 def test_a_server_too_slow_for_the_timeout_is_unavailable(

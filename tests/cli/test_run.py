@@ -170,7 +170,9 @@ def test_unreachable_server_then_back(
     server.stop()
     failed = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "u", "--max-retries", "0")
     assert failed.code == 3
-    assert failed.err.splitlines()[-2].startswith("replan: cannot reach the model server")
+    assert failed.err.splitlines()[-2].startswith(
+        f"replan: cannot reach the model server at {server.base_url}: "
+    )
     assert failed.err.splitlines()[-1].endswith("replan resume --thread-id u")
     with ScriptedOpenAIServer(script.respond, port=server.port) as again:
         resumed = invoke(capsys, "resume", "--thread-id", "u")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -100,8 +101,9 @@ def test_an_unreachable_server_is_model_unavailable(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     context = _context(server, max_retries=0)
+    url = re.escape(server.base_url)
     server.stop()
-    with pytest.raises(ModelUnavailableError, match="cannot reach"):
+    with pytest.raises(ModelUnavailableError, match=f"cannot reach the model server at {url}: "):
         run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
 
 
