@@ -170,15 +170,22 @@ def cut_off(reply: AIMessage) -> bool:
     return reply.response_metadata.get("finish_reason") == "length"
 
 
-def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
-    """A `ChatOpenAI` for `context` whose replies are at most `max_tokens` tokens; raises
-    `ModelUnavailableError` when no API key is set."""
+def require_api_key() -> str:
+    """`$OPENAI_API_KEY`, which every `ChatOpenAI` built here needs; `ModelUnavailableError`
+    when it is not set (callers may check it before starting anything)."""
     api_key = os.environ.get("OPENAI_API_KEY")
     if not api_key:
         raise ModelUnavailableError(
             "OPENAI_API_KEY is not set: export it (any non-empty value works for a local "
             "OpenAI-compatible server such as vLLM, Ollama or llama.cpp)."
         )
+    return api_key
+
+
+def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
+    """A `ChatOpenAI` for `context` whose replies are at most `max_tokens` tokens; raises
+    `ModelUnavailableError` when no API key is set."""
+    api_key = require_api_key()
     return ChatOpenAI(
         model=context.model,
         temperature=context.temperature,

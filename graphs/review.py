@@ -133,9 +133,8 @@ class PlanReviewNode:
                 shown = {**shown, "error": str(exc)}
         if review.action == "reject":
             reason = f" Reason: {review.reason}" if review.reason else ""
-            return Command(
-                goto="__end__", update={"response": self.prompts.rejected.format(reason=reason)}
-            )
+            response = self.prompts.rejected.format(reason=reason)
+            return Command(goto="__end__", update={"response": response, "stop_reason": "rejected"})
         if review.steps is None:
             return Command(goto=wave(state, context))
         edited = accept_plan(review.steps, numbering)

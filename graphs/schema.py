@@ -74,9 +74,10 @@ class PlanExecuteInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-StopReason = Literal["", "max_iterations", "no_progress"]
-"""Why a run ended without meeting its objective: its round limit, or a step planned again after
-it had been carried out twice (`repeated_step`); "" when it met it (or was rejected at review)."""
+StopReason = Literal["", "max_iterations", "no_progress", "rejected"]
+"""Why a run ended without meeting its objective: its round limit, a step planned again after
+it had been carried out twice (`repeated_step`), or its plan rejected at review (nothing was
+carried out); "" when it met it."""
 
 
 FallbackReason = Literal["refused", "mistakes"]

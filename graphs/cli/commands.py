@@ -1,6 +1,6 @@
 """What the `replan` commands do: start, continue, show and list persistent runs.
 
-`replan.graphs.cli.commands` parses the command line and calls `execute(args)`; this module
+`replan.graphs.cli.main` parses the command line and calls `execute(args)`; this module
 holds everything that needs LangGraph and the model client, so `replan --help`, `--version`
 and option errors answer without loading them.
 """
@@ -28,6 +28,7 @@ from langgraph.types import Command, StateSnapshot
 from rich.console import Console
 
 from replan.graphs.briefings import format_plan
+from replan.graphs.chat_model import require_api_key
 from replan.graphs.cli.display import (
     TICK_SECONDS,
     Display,
@@ -255,13 +256,15 @@ def _report(
         code = ExitCode.OK
     elif status == "not_finished":
         code = ExitCode.NOT_FINISHED
+    elif status == "rejected":
+        code = ExitCode.REJECTED
     else:
         say(f"replan: the run stopped: {run_status(snapshot).text()}")
         say(f"The run is saved; continue it with: {resume_hint(args)}")
         code = ExitCode.FAILED
     if args.json:
         emit(json.dumps(summary, ensure_ascii=False, indent=2))
-    elif status in ("finished", "not_finished"):
+    elif status in ("finished", "not_finished", "rejected"):
         emit(summary["response"])
     return code
 
@@ -270,9 +273,19 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+def _require_model_access() -> None:
+    """Refuse, before anything is stored, a run that could not make its first model call."""
+    try:
+        require_api_key()
+    except ModelUnavailableError as exc:
+        raise CliError(ExitCode.MODEL_UNAVAILABLE, str(exc)) from None
+
+
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
-    """Start a new run of the objective on a fresh (or given, unused) thread id."""
+    """Start a new run of the objective on a fresh (or given, unused) thread id; a run that
+    is refused before it could start (no API key) stores nothing."""
     context = _context(args, {})
+    _require_model_access()
     async with open_checkpointer(args.db) as saver:
         if await saver.aget_tuple(_config(args.thread_id)) is not None:
             raise CliError(
@@ -325,6 +338,7 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
         if is_finished(snapshot):
             say(f"Thread {args.thread_id} has already ended ({status}):")
             return _report(args, snapshot, None)
+        _require_model_access()
         if not args.quiet:
             say(f"Resuming thread {args.thread_id} ({status})")
         return await _drive(run, None if review is None else Command(resume=review))

@@ -34,6 +34,10 @@ class ExitCode(IntEnum):
     NO_SUCH_RUN = 5, "no such run: no database file, unknown thread id"
     NOT_FINISHED = 6, "the run ended without meeting its objective; its report is on stdout"
     DATABASE_UNAVAILABLE = 7, "the runs database cannot be opened, read, written or reached"
+    REJECTED = (
+        8,
+        "the plan was rejected at review, so nothing was carried out; the reason is on stdout",
+    )
     INTERRUPTED = 130, "interrupted with Ctrl-C"
 
 

@@ -35,7 +35,9 @@ from replan.state.usage import (
 )
 
 SNIPPET_CHARS = 60
-State = Literal["finished", "not_finished", "waiting_for_approval", "failed", "interrupted"]
+State = Literal[
+    "finished", "not_finished", "rejected", "waiting_for_approval", "failed", "interrupted"
+]
 _EXCEPTION_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
 
 
@@ -81,10 +83,10 @@ class Status:
     is not), rather than at them."""
 
     def text(self) -> str:
-        """finished / not finished (reason) / waiting for approval / failed at X /
+        """finished / not finished (reason) / rejected / waiting for approval / failed at X /
         interrupted at X (or after X)."""
         words = self.state.replace("_", " ")
-        if self.stop_reason:
+        if self.stop_reason and self.state == "not_finished":
             return f"{words} ({self.stop_reason})"
         if self.nodes:
             return f"{words} {'after' if self.after else 'at'} {', '.join(self.nodes)}"
@@ -106,6 +108,8 @@ def run_status(snapshot: StateSnapshot) -> Status:
         return Status("waiting_for_approval")
     if is_finished(snapshot):
         stop_reason = str(snapshot.values.get("stop_reason") or "")
+        if stop_reason == "rejected":
+            return Status("rejected", stop_reason=stop_reason)
         return Status("not_finished" if stop_reason else "finished", stop_reason=stop_reason)
     failed = [task for task in snapshot.tasks if task.error]
     if failed:
@@ -268,7 +272,7 @@ def summarize(
         "stop_reason": status.stop_reason,
         "nodes": list(status.nodes),
         "objective": objective_text(values.get("messages", [])),
-        "plan": steps_left(values),
+        "plan": [] if status.state == "rejected" else steps_left(values),
         "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
@@ -324,7 +328,7 @@ def describe_run(
     parts += [
         f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
-        f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}",
+        _plan_part(status, values),
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
         f"Usage:\n{_indent(usage_report(values, run_prices(snapshot, prices)))}",
     ]
@@ -335,9 +339,17 @@ def describe_run(
     if reused := values.get("reused_calls", 0):
         parts.append(f"Tool calls not made again (an earlier step's result reused): {reused}")
     if values.get("response"):
-        title = "Report" if status.state == "not_finished" else "Answer"
+        title = "Answer" if status.state == "finished" else "Report"
         parts.append(f"{title}:\n{_indent(values['response'])}")
     return "\n".join(parts)
+
+
+def _plan_part(status: Status, values: PlanExecuteState) -> str:
+    """The steps still to do, or the plan a reviewer rejected (none of it is to do)."""
+    if status.state == "rejected":
+        rejected = format_plan(values.get("plan", []))
+        return f"Plan (rejected at review, not carried out):\n{_indent(rejected)}"
+    return f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}"
 
 
 THREADS_HEADER = ("THREAD", "STATUS", "UPDATED", "OBJECTIVE")

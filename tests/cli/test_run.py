@@ -3,6 +3,7 @@ a run keeps, and the exit codes (code, help and docs/cli.md from one source)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,8 +214,58 @@ def test_edit_and_reject_the_waiting_plan(
     assert "Plan edited:\n  1. Step 1 of 1 [mine]" in edited.err
     _waiting(capsys, "r")
     rejected = invoke(capsys, "resume", "--thread-id", "r", "--reject", "too long")
-    assert rejected.code == 0 and "rejected" in rejected.out and "too long" in rejected.out
+    assert rejected.code == cli.ExitCode.REJECTED == 8
+    assert "rejected" in rejected.out and "too long" in rejected.out
     assert script.executor_steps(server.requests) == [1]
+
+
+def test_a_rejected_plan_is_shown_as_rejected_not_as_steps_to_do(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _waiting(capsys, "r")
+    assert invoke(capsys, "resume", "--thread-id", "r", "--reject", "too long").code == 8
+    shown = invoke(capsys, "show", "--thread-id", "r").out
+    assert "Status: rejected\n" in shown
+    assert "Plan (rejected at review, not carried out):\n  1. Step 1 of 2" in shown
+    assert "still to do" not in shown and "Report:\n  The plan was rejected" in shown
+    document = json.loads(invoke(capsys, "show", "--thread-id", "r", "--json").out)
+    assert (document["status"], document["stop_reason"], document["plan"]) == (
+        "rejected",
+        "rejected",
+        [],
+    )
+    listed = invoke(capsys, "threads").out.splitlines()
+    assert re.match(r"r +rejected +", listed[1])
+    again = invoke(capsys, "resume", "--thread-id", "r")
+    assert (again.code, again.err) == (8, "Thread r has already ended (rejected):\n")
+    assert "too long" in again.out
+
+
+def test_a_run_refused_before_it_could_start_stores_nothing(
+    server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    _waiting(capsys, "w")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    refused = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "k")
+    assert (refused.code, refused.out) == (cli.ExitCode.MODEL_UNAVAILABLE, "")
+    assert re.fullmatch(r"replan: OPENAI_API_KEY is not set: [^\n]*\n", refused.err)
+    listed = json.loads(invoke(capsys, "threads", "--json").out)
+    assert [run["thread_id"] for run in listed] == ["w"]
+    kept = invoke(capsys, "resume", "--thread-id", "w", "--approve")
+    assert (kept.code, kept.out) == (cli.ExitCode.MODEL_UNAVAILABLE, "")
+    assert kept.err.startswith("replan: OPENAI_API_KEY is not set")
+    assert json.loads(invoke(capsys, "show", "--thread-id", "w", "--json").out)["status"] == (
+        "waiting_for_approval"
+    )
+    monkeypatch.delenv("REPLAN_DB", raising=False)
+    (tmp_path / "fresh").mkdir()
+    monkeypatch.chdir(tmp_path / "fresh")
+    assert invoke(capsys, "run", "Ship it", "--thread-id", "k").code == 3
+    assert list((tmp_path / "fresh").iterdir()) == []
+    assert script.executor_steps(server.requests) == []
 
 
 def test_review_flag_without_a_waiting_plan_is_a_usage_error(

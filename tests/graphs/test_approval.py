@@ -66,6 +66,7 @@ def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
     graph, model, _ = _paused(mode)
     result = _resume(graph, {"action": "reject", "reason": "too vague"}, mode)
     assert "rejected" in result["response"] and "too vague" in result["response"]
+    assert result["stop_reason"] == "rejected"
     assert model.requests_of("executor") == []
     assert graph.get_state(CONFIG).next == ()
 
