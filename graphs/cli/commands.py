@@ -370,8 +370,14 @@ async def cmd_show(args: argparse.Namespace) -> ExitCode:
 
 
 async def cmd_threads(args: argparse.Namespace) -> ExitCode:
-    """List the runs stored in the database, most recently updated first."""
-    _require_db(args)
+    """List the runs stored in the database, most recently updated first; with no database
+    yet, the list is empty (a hint says how runs get there)."""
+    if not database_exists(args.db):
+        where = display_target(args.db)
+        say(f'No runs yet: there is no database at {where} (replan run "OBJECTIVE" creates it).')
+        if args.json:
+            emit("[]")
+        return ExitCode.OK
     async with open_checkpointer(args.db, read_only=True) as saver:
         graph = _graph(saver)
         runs = [

@@ -213,19 +213,26 @@ def test_unusable_database(tmp_path: Path, command: str, db: str, reason: str | 
     assert (tmp_path / "empty.db").stat().st_size == 0
 
 
-AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-"""How root runs a command as a user for whom file permissions hold."""
+WITHOUT_PERMISSION_OVERRIDE = [
+    "setpriv",
+    "--bounding-set",
+    "-dac_override,-dac_read_search",
+    "--",
+]
+"""How root runs a command for which file permissions hold: still root, so it reaches the
+interpreter and the package wherever they are (a clone in a private folder, mode 0700, as
+`mktemp -d` makes it), but without the capabilities that let root write anywhere."""
 
 
 @pytest.fixture
 def read_only_copy(stored: Path) -> Iterator[tuple[Path, list[str]]]:
     """A copy of `stored`'s database in a folder the `replan` process may not write to, and the
-    command prefix that runs it as a user for whom that holds (root may write anywhere)."""
+    command prefix that runs it as a process for which that holds (root may write anywhere)."""
     prefix: list[str] = []
     if os.geteuid() == 0:
         if shutil.which("setpriv") is None:
-            pytest.skip("needs setpriv to run replan as a user other than root")
-        prefix = AS_NOBODY
+            pytest.skip("needs setpriv to run replan as root without its permission override")
+        prefix = WITHOUT_PERMISSION_OVERRIDE
     folder = Path(tempfile.mkdtemp(prefix="replan-ro-"))
     try:
         shutil.copy(stored / "replan.sqlite", folder / "replan.sqlite")

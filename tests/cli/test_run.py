@@ -14,7 +14,7 @@ import pytest
 from replan.graphs.cli import output as cli
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import cli_env, finish, invoke, run_cli, start_cli
+from tests.support.cli_harness import Outcome, cli_env, finish, invoke, run_cli, start_cli
 from tests.support.readme import doc, section_text
 
 ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
@@ -239,6 +239,18 @@ def test_a_rejected_plan_is_shown_as_rejected_not_as_steps_to_do(
     again = invoke(capsys, "resume", "--thread-id", "r")
     assert (again.code, again.err) == (8, "Thread r has already ended (rejected):\n")
     assert "too long" in again.out
+
+
+def test_threads_without_a_database_lists_no_runs(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    hint = (
+        'No runs yet: there is no database at replan.sqlite (replan run "OBJECTIVE" creates it).\n'
+    )
+    assert invoke(capsys, "threads") == Outcome(0, "", hint)
+    assert invoke(capsys, "threads", "--json") == Outcome(0, "[]\n", hint)
+    assert not (tmp_path / "replan.sqlite").exists()
+    assert invoke(capsys, "show", "--thread-id", "x").code == cli.ExitCode.NO_SUCH_RUN
 
 
 def test_a_run_refused_before_it_could_start_stores_nothing(
