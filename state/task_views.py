@@ -28,10 +28,11 @@ def format_task_line(task: Task, context: TaskContext, unfinished: set[str] | No
     return line
 
 
-def format_task_list(context: TaskContext) -> str:
-    """One line per task in numeric ID order, or a plain sentence when there are none."""
+def format_task_list(context: TaskContext, empty: str = EMPTY_LIST_TEXT) -> str:
+    """One line per task in numeric ID order, or `empty` when there are none (by default a
+    sentence for the model: it says how to make some)."""
     if not context.tasks:
-        return EMPTY_LIST_TEXT
+        return empty
     unfinished = context.unfinished_ids()
     return "\n".join(format_task_line(task, context, unfinished) for task in context.sorted_tasks())
 

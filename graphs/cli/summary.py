@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -17,6 +17,7 @@ from langgraph.types import StateSnapshot
 
 from replan.graphs.answer import ANSWER
 from replan.graphs.briefings import format_executed_steps, format_plan
+from replan.graphs.context import Bounds
 from replan.graphs.decision_modes import MISTAKES_BEFORE_FALLBACK
 from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan_rules import objective_text, steps_left
@@ -126,11 +127,19 @@ def _started_at(snapshot: StateSnapshot) -> str | None:
 
 
 def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
-    """The settings the CLI stored with the run, its decision mode as the run now asks (the
-    checkpoints written before a fallback still name the mode it started with)."""
+    """The settings the CLI stored with the run, as the run applies them: a bound the run left
+    unset is the graph's default (the CLI builds its graph with the defaults), and the decision
+    mode is the one the run now asks in (the checkpoints written before a fallback still name
+    the mode it started with)."""
     settings = stored_settings(snapshot.metadata)
+    if not settings:
+        return settings
+    defaults = Bounds()
+    for bound in fields(Bounds):
+        if bound.name in settings and settings[bound.name] is None:
+            settings[bound.name] = getattr(defaults, bound.name)
     record = snapshot.values.get("decision_mode")
-    if settings and record and settings.get("decision_mode"):
+    if record and settings.get("decision_mode"):
         settings["decision_mode"] = effective_mode(settings["decision_mode"], record)
     return settings
 
@@ -320,7 +329,9 @@ def describe_run(
         f"Updated: {local_time(snapshot.created_at)}",
     ]
     if settings := run_settings(snapshot):
-        lines = "\n".join(f"{key}: {value}" for key, value in settings.items())
+        lines = "\n".join(
+            f"{key}: {'(not set)' if value is None else value}" for key, value in settings.items()
+        )
         parts.append(f"Settings:\n{_indent(lines)}")
     if record := values.get("decision_mode"):
         lines = "\n".join(fallback_line(fallback) for fallback in record["fallbacks"])
@@ -329,7 +340,7 @@ def describe_run(
         f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
         _plan_part(status, values),
-        f"Tasks:\n{_indent(format_task_list(_tasks(snapshot)))}",
+        f"Tasks:\n{_indent(format_task_list(_tasks(snapshot), empty='(none)'))}",
         f"Usage:\n{_indent(usage_report(values, run_prices(snapshot, prices)))}",
     ]
     if recovered := values.get("recovered_calls", 0):

@@ -59,6 +59,17 @@ def test_show_and_threads_describe_stored_runs(
     assert "Status: finished\nStarted: " in shown.out and f"Answer:\n  {ANSWER_2}" in shown.out
     assert "Settings:\n  model: gpt-4o-mini\n" in shown.out
     assert f"  base_url: {server.base_url}\n" in shown.out
+    settings = shown.out.split("Settings:\n")[1].split("\nObjective:")[0]
+    for effective in ("max_iterations: 10", "executor_max_steps: 20", "mistake_retries: 2"):
+        assert f"  {effective}\n" in settings  # the graph's defaults, which the run used
+    assert "None" not in settings and "  price_in: (not set)\n" in settings
+    assert "Tasks:\n  (none)\n" in shown.out and "TaskCreate" not in shown.out
+    assert (
+        json.loads(invoke(capsys, "show", "--thread-id", "one", "--json").out)["settings"][
+            "max_iterations"
+        ]
+        == 10
+    )
     assert "1. Step 1 of 2 [ship it in 2 steps]\n     Result: Executed step 1" in shown.out
     header, *rows = invoke(capsys, "threads").out.splitlines()
     assert header.split() == ["THREAD", "STATUS", "UPDATED", "OBJECTIVE"]
@@ -93,6 +104,7 @@ def test_a_run_out_of_rounds_is_not_finished_everywhere(
     assert "Objective done" not in cut.err
     shown = invoke(capsys, "show", "--thread-id", "c").out
     assert "Status: not finished (max_iterations)" in shown and "Report:\n  The objective" in shown
+    assert "  max_iterations: 1\n  executor_max_steps: 20\n" in shown  # given, and the default
     assert "not finished (max_iterations)" in invoke(capsys, "threads").out.splitlines()[1]
     again = invoke(capsys, "resume", "--thread-id", "c")
     assert again.code == 6 and again.out == cut.out
