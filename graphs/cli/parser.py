@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import MISSING, fields
 from importlib.metadata import version
 from typing import Any, NoReturn
@@ -38,10 +39,27 @@ MAX_TEMPERATURE = 2.0
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (and exit code 2)."""
+    """An argument parser whose errors are one line (and exit code 2), pointing to the help of
+    the command they concern (`replan run --help` for an unknown option of `run`)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(ExitCode.USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        """As argparse's, but arguments nobody recognised are reported by the command's parser
+        (argparse's own reports them as the top-level parser's)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            commands = next(
+                (a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None
+            )
+            command = commands.choices.get(getattr(parsed, "command", "")) if commands else None
+            (command if isinstance(command, Parser) else self).error(
+                f"unrecognized arguments: {' '.join(extras)}"
+            )
+        return parsed
 
 
 def _count(minimum: int, maximum: int = MAX_BOUND) -> Any:

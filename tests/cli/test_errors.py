@@ -85,6 +85,18 @@ def test_argparse_usage_errors_are_one_line(tmp_path: Path) -> None:
         ),
         (["show"], "replan show: the following arguments are required: --thread-id .*"),
         (["fly"], "replan: argument COMMAND: invalid choice: 'fly' .*"),
+        (
+            ["run", "Ship it", "--max-iteration", "3"],  # a typo: the command's help has the name
+            re.escape(
+                "replan run: unrecognized arguments: --max-iteration 3 (see replan run --help)"
+            ),
+        ),
+        (
+            ["threads", "--thread-id", "x"],
+            re.escape(
+                "replan threads: unrecognized arguments: --thread-id x (see replan threads --help)"
+            ),
+        ),
     ]:
         outcome = run_cli(None, tmp_path, *args)
         assert_error(outcome, ExitCode.USAGE, line)
