@@ -221,14 +221,25 @@ def test_edit_and_reject_the_waiting_plan(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _waiting(capsys, "e")
-    edited = invoke(capsys, "resume", "--thread-id", "e", "--edit-plan", "Step 1 of 1 [mine]")
-    assert (edited.code, edited.out.strip()) == (0, "All 1 steps of [mine] are done: RESULT 1/1")
-    assert "Plan edited:\n  1. Step 1 of 1 [mine]" in edited.err
+    mine = ["Step 1 of 2 [mine]", "Step 2 of 2 [mine]"]
+    edited = invoke(capsys, "resume", "--thread-id", "e", "--edit-plan", *mine)
+    assert (edited.code, edited.out.strip()) == (
+        0,
+        "All 2 steps of [mine] are done: RESULT 1/2, RESULT 2/2",
+    )
+    lines = edited.err.splitlines()
+    edited_at = lines.index("Plan edited:")
+    assert lines[edited_at + 1 : edited_at + 3] == [f"  1. {mine[0]}", f"  2. {mine[1]}"]
+    assert f"Step 1: {mine[0]}" in lines and f"Step 2: {mine[1]}" in lines  # as printed
+    assert any(line.startswith("Step 2 done in ") for line in lines)
+    shown = invoke(capsys, "show", "--thread-id", "e").out
+    assert f"Executed steps:\n  1. {mine[0]}\n" in shown and f"  2. {mine[1]}\n" in shown
+    assert f"step 2 ({mine[1]})" in shown
     _waiting(capsys, "r")
     rejected = invoke(capsys, "resume", "--thread-id", "r", "--reject", "too long")
     assert rejected.code == cli.ExitCode.REJECTED == 8
     assert "rejected" in rejected.out and "too long" in rejected.out
-    assert script.executor_steps(server.requests) == [1]
+    assert script.executor_steps(server.requests) == [1, 2]  # the edited plan's only
 
 
 def test_a_rejected_plan_is_shown_as_rejected_not_as_steps_to_do(
