@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from replan.graphs.dev_checkpointer import port_note
 from replan.graphs.persistence import (
     DatabaseUnavailableError,
     database_exists,
@@ -79,3 +80,34 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None
         f"cannot open the runs database {tmp_path}/missing-folder/runs.db: "
         f"the folder {tmp_path}/missing-folder does not exist"
     )
+
+
+LANGGRAPH_DEV = ["/venv/bin/langgraph", "dev", "--no-browser"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "api_url", "moved_from"),
+    [
+        (LANGGRAPH_DEV, "http://127.0.0.1:2024", None),
+        (LANGGRAPH_DEV, "http://127.0.0.1:41234", 2024),
+        ([*LANGGRAPH_DEV, "--port", "8123"], "http://127.0.0.1:8123", None),
+        ([*LANGGRAPH_DEV, "--port", "8123"], "http://127.0.0.1:2024", 8123),
+        ([*LANGGRAPH_DEV, "--port=8123"], "http://127.0.0.1:9000", 8123),
+        (LANGGRAPH_DEV, "https://quick-tunnel.trycloudflare.com", None),  # --tunnel: no port
+        (LANGGRAPH_DEV, None, None),
+        (["/venv/bin/aegra", "serve"], "http://127.0.0.1:8000", None),
+        (["/venv/bin/langgraph", "up"], "http://127.0.0.1:8123", None),
+    ],
+)
+def test_the_dev_server_says_when_it_moved_off_its_port(
+    argv: list[str], api_url: str | None, moved_from: int | None
+) -> None:
+    note = port_note(argv, api_url)
+    if moved_from is None:
+        assert note is None
+    else:
+        assert note == (
+            f"langgraph dev serves on {api_url}, not on port {moved_from}, which another "
+            f"process holds: point Studio and clients (get_client(url=...)) at {api_url}, or "
+            f"free port {moved_from} and restart"
+        )

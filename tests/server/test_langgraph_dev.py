@@ -7,7 +7,10 @@ checkpointer langgraph.json configures; the model is the scripted OpenAI-compati
 from __future__ import annotations
 
 import json
+import re
+import socket
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,13 @@ from langgraph_sdk.client import SyncLangGraphClient
 from replan.graphs.cli import main as replan
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
-from tests.support.dev_server import REPO, dev_server
+from tests.support.dev_server import (
+    REPO,
+    copy_repo,
+    dev_server,
+    start_dev_server,
+    stop_dev_server,
+)
 from tests.support.fake_models import ANSWER_CALLS
 from tests.support.readme import doc, python_blocks
 
@@ -241,6 +250,31 @@ def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None
         assert failed["__error__"]["message"].startswith("OPENAI_API_KEY is not set: export it")
         assert client.threads.get(thread)["status"] == "error"
     assert (tmp_path / "repo" / ".langgraph_api" / "replan-dev.sqlite").exists()
+
+
+def test_a_taken_port_is_said_with_the_url_to_use(tmp_path: Path) -> None:
+    """`langgraph dev` moves to a free port when its own is taken; replan's log line says so,
+    with the URL the server's banner shows."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        log = tmp_path / "server.log"
+        process = start_dev_server(copy_repo(tmp_path / "repo"), taken, {}, log)
+        try:
+            deadline = time.monotonic() + 60
+            while f"not on port {taken}" not in log.read_text(errors="replace"):
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        finally:
+            stop_dev_server(process)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text(errors="replace"))
+    (served,) = re.findall(r"API: (http://127\.0\.0\.1:\d+)", text)
+    assert served != f"http://127.0.0.1:{taken}"
+    assert (
+        f"replan: langgraph dev serves on {served}, not on port {taken}, which another process "
+        f"holds: point Studio and clients (get_client(url=...)) at {served}"
+    ) in text
 
 
 def test_the_docs_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,7 +72,24 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"langgraph dev not ready after {STARTUP_TIMEOUT}s:\n{log.read_text()}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def start_dev_server(
+    cwd: Path, port: int, env: Mapping[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """`langgraph dev` serving `cwd`, asked for `port`, offline, in its own process group, its
+    output in `log`; stop it with `stop_dev_server`."""
+    command = [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*command, "--port", str(port)],
+            cwd=cwd,
+            env=server_env(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_dev_server(process: subprocess.Popen[bytes]) -> None:
     """Kill the server's process group (uvicorn and any worker it started)."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -87,22 +104,12 @@ def dev_server(tmp: Path, env: Mapping[str, str]) -> Iterator[str]:
 
     The server's output goes to `tmp/server.log` (shown when it fails to start).
     """
-    cwd = copy_repo(tmp / "repo")
     port = free_port()
     log = tmp / "server.log"
-    command = [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, "--port", str(port)],
-            cwd=cwd,
-            env=server_env(env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_dev_server(copy_repo(tmp / "repo"), port, env, log)
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_ready(url, process, log)
         yield url
     finally:
-        _stop(process)
+        stop_dev_server(process)
