@@ -27,7 +27,8 @@ The modules, from the graph down:
   `model_node` (what model nodes are built with), `node_driver` (one node body for sync and
   async runs, usage metering), `server_check` (`replan check`'s probes).
 - `persistence` (SQLite/PostgreSQL checkpointers, checkpoint serializer), `dev_checkpointer`
-  (the `langgraph dev` saver), `errors` (what the graph raises).
+  (the `langgraph dev` saver), `errors` (what the graph raises), `tool_loading` (tools named
+  as `PATH.py:NAME` or `package.module:NAME`, for `replan run --tools`).
 - `cli/`: the `replan` command (`main`, `parser`, `commands`, `check`, `output`, `progress`,
   `display`, `retry_log`, `summary`).
 """

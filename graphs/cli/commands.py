@@ -13,7 +13,7 @@ import json
 import shlex
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ from typing import Any, cast
 import openai
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
@@ -61,6 +62,7 @@ from replan.graphs.persistence import (
 )
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.schema import effective_mode
+from replan.graphs.tool_loading import ToolLoadingError, load_tools, stored_reference
 from replan.state.usage import run_pricing
 
 
@@ -103,8 +105,32 @@ def _config(thread_id: str, metadata: dict[str, Any] | None = None) -> RunnableC
     return {"configurable": {"thread_id": thread_id}, "metadata": metadata or {}}
 
 
-def _graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
-    return build_plan_execute_graph(checkpointer=saver)
+def _graph(
+    saver: BaseCheckpointSaver[str], tools: Sequence[BaseTool] = ()
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return build_plan_execute_graph(tools=tools, checkpointer=saver)
+
+
+TOOLS_SETTING = "tools"
+"""The key of a run's stored settings that holds its `--tools` reference (absolute file path)."""
+
+
+def _tools(args: argparse.Namespace, stored: dict[str, Any]) -> tuple[list[BaseTool], str | None]:
+    """The run's own tools and the reference to store: `--tools` given now, else the one the
+    run started with; a reference that does not load is a usage error (one line)."""
+    reference = (stored_settings(stored) or {}).get(TOOLS_SETTING)
+    try:
+        if args.tools is not None:  # loaded as given, so that an error names what was typed
+            return load_tools(args.tools), stored_reference(args.tools)
+        return ([], None) if reference is None else (load_tools(reference), reference)
+    except ToolLoadingError as exc:
+        raise CliError(ExitCode.USAGE, str(exc)) from None
+
+
+def _settings(context: Context, tools_reference: str | None) -> dict[str, Any]:
+    """What a run stores as its settings: the context's, and its `--tools` reference."""
+    settings = context.settings()
+    return settings if tools_reference is None else {**settings, TOOLS_SETTING: tools_reference}
 
 
 @contextmanager
@@ -286,14 +312,15 @@ async def cmd_run(args: argparse.Namespace) -> ExitCode:
     is refused before it could start (no API key) stores nothing."""
     context = _context(args, {})
     _require_model_access()
+    tools, reference = _tools(args, {})
     async with open_checkpointer(args.db) as saver:
         if await saver.aget_tuple(_config(args.thread_id)) is not None:
             raise CliError(
                 ExitCode.USAGE,
                 f"thread {args.thread_id} already exists; continue it with: {resume_hint(args)}",
             )
-        metadata = run_metadata(context.settings(), _now())
-        run = Run(args, _graph(saver), context, _config(args.thread_id, metadata))
+        metadata = run_metadata(_settings(context, reference), _now())
+        run = Run(args, _graph(saver, tools), context, _config(args.thread_id, metadata))
         run.announce = f"Thread {args.thread_id} (resume with: {resume_hint(args)})"
         return await _drive(run, {"messages": [HumanMessage(args.objective_text)]})
 
@@ -320,14 +347,8 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
     async with open_checkpointer(args.db) as saver:
         stored = await _stored(saver, args)
         args.resume_hint = resume_hint(args)
-        graph = _graph(saver)
-        snapshot = await graph.aget_state(_config(args.thread_id))
+        snapshot = await _graph(saver).aget_state(_config(args.thread_id))
         context = _context(args, stored)
-        # A mode the server refused earlier in the run is not asked for again.
-        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
-        context = replace(context, decision_mode=mode)
-        metadata = run_metadata(context.settings(), stored.get(STARTED_KEY))
-        run = Run(args, graph, context, _config(args.thread_id, metadata))
         review = _review_from_flags(args)
         if review is not None and not snapshot.interrupts:
             ended = " (it has ended)" if is_finished(snapshot) else ""
@@ -339,6 +360,12 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
             say(f"Thread {args.thread_id} has already ended ({status}):")
             return _report(args, snapshot, None)
         _require_model_access()
+        tools, reference = _tools(args, stored)  # loaded only for a run that goes on
+        # A mode the server refused earlier in the run is not asked for again.
+        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+        context = replace(context, decision_mode=mode)
+        metadata = run_metadata(_settings(context, reference), stored.get(STARTED_KEY))
+        run = Run(args, _graph(saver, tools), context, _config(args.thread_id, metadata))
         if not args.quiet:
             say(f"Resuming thread {args.thread_id} ({status})")
         return await _drive(run, None if review is None else Command(resume=review))

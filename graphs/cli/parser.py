@@ -193,6 +193,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="the executor's task tools: short descriptions (default), full ones, or none",
     )
     group.add_argument(
+        "--tools",
+        metavar="REF",
+        help="the run's own tools: PATH.py:NAME or package.module:NAME (as langgraph.json "
+        "names graphs) naming a LangChain tool or a list of them (resume: the run's own)",
+    )
+    group.add_argument(
         "--tool-steps",
         choices=TOOL_STEPS_CHOICES,
         help="let plans call the run's own tools directly, with no model call (auto, default: "
