@@ -10,7 +10,7 @@ import openai
 import pytest
 from langchain_core.tools import tool
 
-from replan.graphs.cli import commands, output
+from replan.graphs.cli import output
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
@@ -46,15 +46,12 @@ def test_the_cli_reports_it_as_a_failed_run_not_exit_3(
             return tool_call("fetch_page", {"url": "http://127.0.0.1:9/page"})
         return script.respond(request)
 
-    def graph_with_the_tool(**kwargs: Any) -> Any:
-        return build_plan_execute_graph(tools=[fetch_page], **kwargs)
-
-    monkeypatch.setattr(commands, "build_plan_execute_graph", graph_with_the_tool)
     monkeypatch.chdir(tmp_path)
     with ScriptedOpenAIServer(executor_fetches) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        failed = invoke(capsys, "run", "Read a page in 1 steps", "--thread-id", "t")
+        tools = ["--tools", f"{__name__}:fetch_page"]  # this module's tool
+        failed = invoke(capsys, "run", "Read a page in 1 steps", "--thread-id", "t", *tools)
 
     assert failed.code == output.ExitCode.FAILED, failed.err
     assert "Traceback" not in failed.err and "model" not in failed.err.splitlines()[-2]
