@@ -7,7 +7,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from langchain_core.runnables.retry import ExponentialJitterParams
 
+from replan.graphs import chat_model
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as plan_execute_script
 from tests.support import pg_support
@@ -43,6 +45,16 @@ def _clean_environment() -> Iterator[None]:
         for name in [name for name in os.environ if _cleared(name)]:
             patch.delenv(name)
         yield
+
+
+QUICK_RETRY_BACKOFF = ExponentialJitterParams(max=0.05, jitter=0.01)
+"""Waits between retries of an unusable model reply in this process's tests: what is tested is
+how often a reply is asked for again, not the ~1 s waits a real server is given."""
+
+
+@pytest.fixture(autouse=True)
+def _quick_retries_of_unusable_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chat_model, "RETRY_BACKOFF", QUICK_RETRY_BACKOFF)
 
 
 @pytest.fixture

@@ -17,13 +17,15 @@ from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import Gate, finish, invoke, start_cli
 from tests.support.fake_models import ANSWER_CALLS
+from tests.support.gathering import Gathering
 
 ANSWER_4 = "RESULT 1/4, RESULT 2/4, RESULT 3/4, RESULT 4/4"
 
 
 @pytest.fixture
 def clock() -> script.Clock:
-    return script.Clock(latency=0.5)
+    """The scripted model's clock; a test sets how its steps meet (`Gathering`)."""
+    return script.Clock()
 
 
 @pytest.fixture
@@ -57,8 +59,9 @@ def test_bad_wave_options_are_usage_errors(
 
 
 def test_a_wave_prints_its_steps_side_by_side(
-    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+    server: ScriptedOpenAIServer, clock: script.Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    clock.latency = Gathering([[1, 2, 3]])
     done = invoke(capsys, "run", "Survey in 3 parallel steps", "--thread-id", "w")
     assert done.code == 0 and "RESULT 1/3, RESULT 2/3, RESULT 3/3" in done.out
     lines = done.err.splitlines()
@@ -75,6 +78,7 @@ def test_a_wave_prints_its_steps_side_by_side(
 def test_the_wave_options_bound_the_run(
     server: ScriptedOpenAIServer, clock: script.Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    clock.latency = Gathering([[1, 2], [3, 4]])
     options = ["--max-concurrency", "2", "--replan", "when_needed"]
     done = invoke(capsys, "run", "Survey in 4 parallel steps", "--thread-id", "k", *options)
     assert done.code == 0 and ANSWER_4 in done.out
@@ -85,6 +89,7 @@ def test_the_wave_options_bound_the_run(
 def test_edit_plan_takes_steps_with_dependencies(
     server: ScriptedOpenAIServer, clock: script.Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    clock.latency = Gathering([[1, 2], [3]])
     assert (
         invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "e", "--approve-plan").code == 4
     )

@@ -1,5 +1,7 @@
 """Waves of steps through the real ChatOpenAI client and the scripted server: what overlaps in
-time is measured on the server (when each request arrived and was answered), not guessed."""
+time is measured on the server (when each request arrived and was answered), not guessed. The
+steps of a wave meet on the server (`tests.support.gathering`) instead of each waiting a fixed
+time, so the tests are quick and a busy machine cannot make them fail."""
 
 from __future__ import annotations
 
@@ -13,14 +15,15 @@ from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run, stream
+from tests.support.gathering import Gathering
 
-LATENCY = 0.5
-"""Long enough that steps started together overlap even on a busy machine."""
+SEQUENTIAL_HOLD = 0.1
+"""How long each step of a chain is held: two of them sent together would overlap."""
 
 
 @pytest.fixture
 def clock() -> script.Clock:
-    return script.Clock(latency=LATENCY)
+    return script.Clock()
 
 
 @pytest.fixture
@@ -42,6 +45,7 @@ def _overlap(first: script.Span, second: script.Span) -> bool:
 def test_independent_steps_run_at_the_same_time(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
+    clock.latency = Gathering([range(1, 9)])
     graph = build_plan_execute_graph()
     result = run(graph, "Survey in 8 parallel steps", mode, context=_context(server))
 
@@ -59,6 +63,7 @@ def test_independent_steps_run_at_the_same_time(
 def test_max_concurrency_bounds_how_many_steps_overlap(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
+    clock.latency = Gathering([[1, 2], [3, 4], [5]])
     context = _context(server, max_concurrency=2, replan="when_needed")
     result = run(build_plan_execute_graph(), "Survey in 5 parallel steps", mode, context=context)
 
@@ -74,6 +79,7 @@ def test_max_concurrency_bounds_how_many_steps_overlap(
 def test_plain_string_steps_stay_sequential(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
+    clock.latency = Gathering([[1], [2], [3]], hold=SEQUENTIAL_HOLD)
     result = run(build_plan_execute_graph(), "Ship it in 3 steps", mode, context=_context(server))
 
     assert result["response"].startswith("All 3 steps")
@@ -88,6 +94,7 @@ def test_plain_string_steps_stay_sequential(
 def test_a_diamond_runs_in_three_waves_and_the_last_step_sees_its_dependencies(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
+    clock.latency = Gathering([[1], [2, 3, 4, 5], [6]])
     context = _context(server, replan="when_needed")
     result = run(build_plan_execute_graph(), "Build it in 6 diamond steps", mode, context=context)
 
@@ -107,7 +114,6 @@ def test_a_diamond_runs_in_three_waves_and_the_last_step_sees_its_dependencies(
 def test_when_needed_a_chain_of_n_costs_n_plus_2_model_calls_and_the_answer(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
-    clock.latency = 0.0
     context = _context(server, replan="when_needed")
     result = run(build_plan_execute_graph(), "Ship it in 5 steps", mode, context=context)
 
