@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import json
 import os
+import ssl
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import openai
@@ -123,9 +125,24 @@ async def _acheck_reply(response: Any) -> None:
 
 
 @functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every HTTP client of the process, made by the HTTP library the OpenAI
+    client is built on (httpx, or httpx2 in newer versions) as its clients make their own (its
+    trust store, `$SSL_CERT_FILE`...): loading the CA certificates takes ~25 ms, which each new
+    client (one per event loop) would otherwise pay again."""
+    base = next(
+        c for c in openai.DefaultHttpxClient.__mro__ if not c.__module__.startswith("openai")
+    )
+    library = importlib.import_module(base.__module__.partition(".")[0])
+    return cast(ssl.SSLContext, library.create_ssl_context())
+
+
+@functools.cache
 def _sync_http_client() -> openai.DefaultHttpxClient:
     """One pooled sync HTTP client per process, checking chat completion replies."""
-    return openai.DefaultHttpxClient(event_hooks={"response": [_check_reply]})
+    return openai.DefaultHttpxClient(
+        verify=_tls_context(), event_hooks={"response": [_check_reply]}
+    )
 
 
 _ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[
@@ -133,8 +150,9 @@ _ASYNC_HTTP_CLIENTS: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
-def _async_http_client() -> openai.DefaultAsyncHttpxClient | None:
-    """A pooled async HTTP client for the running event loop, or None outside one.
+def _async_http_client() -> openai.DefaultAsyncHttpxClient:
+    """A pooled async HTTP client for the running event loop; outside one (a sync run, which
+    makes no async request), a client of its own.
 
     langchain-openai shares one async client per process by default, but pooled connections
     belong to the loop that opened them: a second `asyncio.run(graph.ainvoke(...))` in the same
@@ -143,13 +161,17 @@ def _async_http_client() -> openai.DefaultAsyncHttpxClient | None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return None
+        return _new_async_http_client()
     client = _ASYNC_HTTP_CLIENTS.get(loop)
     if client is None:
-        client = _ASYNC_HTTP_CLIENTS[loop] = openai.DefaultAsyncHttpxClient(
-            event_hooks={"response": [_acheck_reply]}
-        )
+        client = _ASYNC_HTTP_CLIENTS[loop] = _new_async_http_client()
     return client
+
+
+def _new_async_http_client() -> openai.DefaultAsyncHttpxClient:
+    return openai.DefaultAsyncHttpxClient(
+        verify=_tls_context(), event_hooks={"response": [_acheck_reply]}
+    )
 
 
 def reply_limit(base_url: str | None, max_tokens: int) -> dict[str, Any]:
