@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -165,3 +166,66 @@ except PlanStorageError as error:
     assert counts == "4 1"
     assert "cannot be used (file-backed stores need POSIX file locks" in task_store
     assert "POSIX file locks" in plan_store and "SqlitePlanStorage" in plan_store
+
+
+RUN_AS_INSTALLED = """
+import runpy, site, sys
+
+script_folder, site_folder, dependencies, script = sys.argv[1:]
+sys.path[0] = script_folder  # as `python script.py` run in the folder that holds the clone
+site.addsitedir(site_folder)  # the editable install's .pth files run, in name order
+sys.path.append(dependencies)  # langchain-core, pydantic... (its .pth files do not run)
+runpy.run_path(script, run_name="__main__")
+"""
+SCRIPT = """
+from replan import TaskContext
+import replan, replan.graphs.plan_execute
+print(type(TaskContext()).__name__, replan.__file__)
+"""
+
+
+def _editable_install(source: Path, site_folder: Path) -> None:
+    """Install `source` in editable mode into `site_folder`, as pip would: the editable wheel
+    from the project's build backend, unpacked (its .pth files run with `site.addsitedir`)."""
+    wheels = site_folder.parent / "wheels"
+    wheels.mkdir()
+    build = (
+        "import sys; sys.path.insert(0, 'build_backend'); import replan_build;"
+        f"print(replan_build.build_editable({str(wheels)!r}))"
+    )
+    built = subprocess.run(
+        [sys.executable, "-c", build], cwd=source, capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, built.stderr
+    zipfile.ZipFile(wheels / built.stdout.split()[-1]).extractall(site_folder)
+
+
+def test_a_script_beside_a_clone_named_replan_imports_the_installed_package(
+    tmp_path: Path,
+) -> None:
+    """The clone folder `replan` beside the script is a namespace package to Python; setuptools'
+    editable finder comes after it (pypa/setuptools#3557), unless the build backend's
+    `_replan_editable_first` puts it first."""
+    clone = copy_repo(tmp_path / "parent" / "replan")
+    site_folder = tmp_path / "site"
+    _editable_install(clone, site_folder)
+    (tmp_path / "parent" / "script.py").write_text(SCRIPT)
+    (tmp_path / "run_as_installed.py").write_text(RUN_AS_INSTALLED)
+    dependencies = sysconfig.get_paths()["purelib"]
+
+    def run_script() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-S", str(tmp_path / "run_as_installed.py")]
+            + [str(tmp_path / "parent"), str(site_folder), dependencies, "script.py"],
+            cwd=tmp_path / "parent",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    done = run_script()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["TaskContext", str(clone / "replan" / "__init__.py")]
+    (site_folder / "_replan_editable_first.pth").unlink()  # setuptools' editable install alone
+    trapped = run_script()
+    assert "cannot import name 'TaskContext' from 'replan' (unknown location)" in trapped.stderr

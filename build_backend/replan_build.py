@@ -1,0 +1,69 @@
+"""replan's build backend: setuptools' own, with one addition to editable installs.
+
+`pip install -e .` (setuptools' default editable mode) makes `replan` importable through an
+import finder that setuptools appends to the end of `sys.meta_path`, after Python's path-based
+finder (pypa/setuptools#3557). A script run from the folder that holds a clone named `replan`
+has that folder on `sys.path`, where the clone itself looks like a namespace package `replan`:
+the path-based finder returns it first, and `from replan import TaskContext` fails with
+"cannot import name 'TaskContext' from 'replan' (unknown location)".
+
+The editable wheel built here also installs `_replan_editable_first.py` and a `.pth` file that
+imports it at start-up, after setuptools' own `.pth` (the files are read in name order): it
+moves replan's editable finders ahead of the path-based finder, so `replan` is the installed
+package wherever a script runs. Regular wheels and sdists are setuptools' own, unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from setuptools import build_meta as _setuptools
+from setuptools.build_meta import *  # noqa: F403 (the other hooks, as setuptools has them)
+
+FIRST_MODULE = "_replan_editable_first"
+FIRST_SOURCE = Path(__file__).with_name(f"{FIRST_MODULE}.py")
+"""The module, kept beside this file."""
+FIRST_PTH = f"import {FIRST_MODULE}\n"
+"""A `.pth` line starting with `import` is run at start-up."""
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def add_files(wheel: Path, files: dict[str, bytes]) -> None:
+    """Add `files` (name in the wheel: content) to `wheel`, and to its RECORD."""
+    with zipfile.ZipFile(wheel) as source:
+        entries = [(info, source.read(info)) for info in source.infolist()]
+    record = next(info for info, _ in entries if info.filename.endswith(".dist-info/RECORD"))
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as target:
+        for name, content in files.items():
+            target.writestr(name, content)
+        for info, data in entries:
+            if info is record:
+                lines = [line for line in data.decode().splitlines() if line]
+                lines[-1:-1] = [_record_line(name, content) for name, content in files.items()]
+                data = ("\n".join(lines) + "\n").encode()
+            target.writestr(info, data)
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    """setuptools' editable wheel, plus the module and `.pth` that put replan's finder first."""
+    name: str = _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
+    add_files(
+        Path(wheel_directory) / name,
+        {
+            f"{FIRST_MODULE}.py": FIRST_SOURCE.read_bytes(),
+            f"{FIRST_MODULE}.pth": FIRST_PTH.encode(),
+        },
+    )
+    return name
