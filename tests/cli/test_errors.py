@@ -86,9 +86,9 @@ def test_argparse_usage_errors_are_one_line(tmp_path: Path) -> None:
         (["show"], "replan show: the following arguments are required: --thread-id .*"),
         (["fly"], "replan: argument COMMAND: invalid choice: 'fly' .*"),
         (
-            ["run", "Ship it", "--max-iteration", "3"],  # a typo: the command's help has the name
+            ["run", "Ship it", "--max-iteratoins", "3"],  # a typo: the command's help has the name
             re.escape(
-                "replan run: unrecognized arguments: --max-iteration 3 (see replan run --help)"
+                "replan run: unrecognized arguments: --max-iteratoins 3 (see replan run --help)"
             ),
         ),
         (
