@@ -47,6 +47,17 @@ def _clean_environment() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Undo what a test, or code it runs in this process (a benchmark's `main` sets
+    OPENAI_API_KEY), left in the environment: no test passes thanks to the one before it."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 QUICK_RETRY_BACKOFF = ExponentialJitterParams(max=0.05, jitter=0.01)
 """Waits between retries of an unusable model reply in this process's tests: what is tested is
 how often a reply is asked for again, not the ~1 s waits a real server is given."""

@@ -95,8 +95,13 @@ def test_a_run_started_in_one_folder_is_resumed_from_another(
 )
 @pytest.mark.parametrize("command", ["run", "resume", "show", "threads"])
 def test_an_unusable_database_url_is_one_line_and_exit_code_7(
-    capsys: pytest.CaptureFixture[str], command: str, url: str, says: str
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    url: str,
+    says: str,
 ) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")  # without one, `run` stops before the database
     args = {"run": ["objective"], "resume": ["--thread-id", "x"], "show": ["--thread-id", "x"]}
     outcome = invoke(capsys, command, *args.get(command, []), "--db", url)
     assert outcome.code == DATABASE_UNAVAILABLE
