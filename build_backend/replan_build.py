@@ -8,9 +8,10 @@ the path-based finder returns it first, and `from replan import TaskContext` fai
 "cannot import name 'TaskContext' from 'replan' (unknown location)".
 
 The editable wheel built here also installs `_replan_editable_first.py` and a `.pth` file that
-imports it at start-up, after setuptools' own `.pth` (the files are read in name order): it
-moves replan's editable finders ahead of the path-based finder, so `replan` is the installed
-package wherever a script runs. Regular wheels and sdists are setuptools' own, unchanged.
+imports it at start-up: it adds a finder, just before the path-based one, that asks replan's
+editable finders whenever `replan` would otherwise be such a namespace package, so `replan` is
+the installed package wherever a script runs (a regular `replan` found on sys.path still comes
+first, as before). Regular wheels and sdists are setuptools' own, unchanged.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def build_editable(
     config_settings: dict[str, Any] | None = None,
     metadata_directory: str | None = None,
 ) -> str:
-    """setuptools' editable wheel, plus the module and `.pth` that put replan's finder first."""
+    """setuptools' editable wheel, plus the module and `.pth` that keep a folder named
+    `replan` from hiding it."""
     name: str = _setuptools.build_editable(wheel_directory, config_settings, metadata_directory)
     add_files(
         Path(wheel_directory) / name,
