@@ -32,7 +32,7 @@ TOPIC = "ship it in 2 steps"
 STEPS = [script.step_text(i, 2, TOPIC) for i in (1, 2)]
 ANSWER = f"All 2 steps of [{TOPIC}] are done: RESULT 1/2, RESULT 2/2"
 HOLD_SECONDS = 60.0
-SERVING = REPO / "docs" / "serving.md"
+README = REPO / "README.md"
 FINISHED_BY_A_WORKER = "Worker finished run"
 """What Aegra logs when one of its workers has finished a run."""
 
@@ -213,9 +213,9 @@ def test_runs_of_the_shared_graph_write_one_task_list(aegra_served: Served) -> N
 def test_the_docs_sdk_example_runs(
     aegra_served: Served, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (code,) = python_blocks("Serving many users", SERVING)
+    (code,) = python_blocks("Serving many users", README)
     code = code.replace("http://127.0.0.1:2026", aegra_served.url)
-    exec(compile(code, f"{SERVING}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
+    exec(compile(code, f"{README}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[:-2]] == [
         "metadata",
