@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -198,20 +198,26 @@ class AegraServer:
         self.process.wait(timeout=30)
 
 
-def _wait_ready(server: AegraServer) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
+def wait_until_ready(
+    what: str,
+    url: str,
+    process: subprocess.Popen[Any],
+    log_tail: Callable[[], str],
+    timeout: float = STARTUP_TIMEOUT,
+) -> None:
+    """Wait until `url` answers HTTP 200; RuntimeError with the log's tail when the `what`
+    server process exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(
-                f"aegra exited with {server.process.returncode}:\n{server.log_tail()}"
-            )
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}:\n{log_tail()}")
         try:
-            with urllib.request.urlopen(f"{server.url}/health", timeout=2) as response:
+            with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.2)
-    raise RuntimeError(f"aegra not ready after {STARTUP_TIMEOUT}s:\n{server.log_tail()}")
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} not ready after {timeout:g} s:\n{log_tail()}")
 
 
 @contextmanager
@@ -233,7 +239,7 @@ def aegra_server(
         )
     server = AegraServer(f"http://127.0.0.1:{port}", process, log)
     try:
-        _wait_ready(server)
+        wait_until_ready("aegra", f"{server.url}/health", server.process, server.log_tail)
         yield server
     finally:
         server.kill()

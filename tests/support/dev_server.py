@@ -13,14 +13,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from replan.testing.aegra import free_port
+from replan.testing.aegra import free_port, wait_until_ready
 
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = str(Path(sys.executable).with_name("langgraph"))
@@ -54,22 +51,6 @@ def server_env(extra: Mapping[str, str]) -> dict[str, str]:
         if not k.startswith(("OPENAI_", "LANGSMITH_", "REPLAN_"))
     }
     return {**kept, **OFFLINE_ENV, **extra}
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(
-                f"langgraph dev exited with {process.returncode}:\n{log.read_text()}"
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    raise RuntimeError(f"langgraph dev not ready after {STARTUP_TIMEOUT}s:\n{log.read_text()}")
 
 
 def start_dev_server(
@@ -109,7 +90,7 @@ def dev_server(tmp: Path, env: Mapping[str, str]) -> Iterator[str]:
     process = start_dev_server(copy_repo(tmp / "repo"), port, env, log)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_ready(url, process, log)
+        wait_until_ready("langgraph dev", f"{url}/ok", process, log.read_text, STARTUP_TIMEOUT)
         yield url
     finally:
         stop_dev_server(process)
