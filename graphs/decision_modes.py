@@ -23,8 +23,9 @@ refused the server's first error goes up as `ModelUnavailableError`, as any othe
 A server may also accept a mode and not enforce it: llama.cpp's server ignores a named
 `tool_choice`, Ollama every `tool_choice`, and a small model then answers in prose, often run
 on to the token limit. So when `MISTAKES_BEFORE_FALLBACK` replies in a row within one decision
-carry no decision in the form asked for (no tool call, no JSON object, cut off), the run falls
-back for the rest of the run, in the same way and with the same record (its `reason` is
+carry no decision in the form asked for (no tool call, no JSON object), or one such reply ran
+on to the token limit in prose (it cost the whole reply budget, a minute or more on a small local
+model), the run falls back for the rest of the run, in the same way and with the same record (its `reason` is
 "mistakes", its `status` None): from a tool mode to `json_schema` (a server that lets a forced
 call come back as prose enforces no `tool_choice`, named or not), from `json_schema` to
 `json_object`. The new mode starts the decision afresh, with its own `retries`.
@@ -71,7 +72,8 @@ REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
 support (llama-cpp-python: 500 with an empty message)."""
 MISTAKES_BEFORE_FALLBACK = 2
 """Replies in a row, within one decision, without a decision in the form asked for, after which
-a run asks in the next mode of `MISTAKE_FALLBACKS`."""
+a run asks in the next mode of `MISTAKE_FALLBACKS` (one such reply cut off at the token limit is
+enough)."""
 MISTAKE_FALLBACKS: dict[DecisionMode, DecisionMode] = {
     "tool_required": "json_schema",
     "tool_named": "json_schema",
@@ -522,7 +524,12 @@ def decide(
                 mistake = ModelMistake(problem, _reply_preview(reply), form=True)
         mistakes += 1
         attempts += 1
-        in_a_row = in_a_row + 1 if mistake.form else 0
+        if not mistake.form:
+            in_a_row = 0
+        elif cut_off(reply) and not (reply.tool_calls or reply.invalid_tool_calls):  # prose
+            in_a_row = MISTAKES_BEFORE_FALLBACK
+        else:
+            in_a_row += 1
         if in_a_row >= MISTAKES_BEFORE_FALLBACK and modes.give_up(request):
             conversation, attempts, in_a_row = list(messages), 0, 0  # afresh in the new mode
             continue

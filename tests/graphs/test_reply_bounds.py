@@ -229,6 +229,7 @@ def test_a_decision_cut_off_every_time_falls_back_through_the_modes_then_fails_t
         run(graph, OBJECTIVE, "sync", context=_context(server))
     asked = [r.get("tool_choice") or r["response_format"]["type"] for r in server.requests]
     plan = {"type": "function", "function": {"name": "plan"}}
+    # a cut-off call (here also in the JSON modes) is corrected in its mode before falling back
     assert asked == [plan, plan, "json_schema", "json_schema", "json_object", "json_object"]
 
 
