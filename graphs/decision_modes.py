@@ -23,12 +23,12 @@ refused the server's first error goes up as `ModelUnavailableError`, as any othe
 A server may also accept a mode and not enforce it: llama.cpp's server ignores a named
 `tool_choice`, Ollama every `tool_choice`, and a small model then answers in prose, often run
 on to the token limit. So when `MISTAKES_BEFORE_FALLBACK` replies in a row within one decision
-carry no decision in the form asked for (no tool call, no JSON object), or one such reply ran
-on to the token limit in prose (it cost the whole reply budget, a minute or more on a small local
-model), the run falls back for the rest of the run, in the same way and with the same record (its `reason` is
-"mistakes", its `status` None): from a tool mode to `json_schema` (a server that lets a forced
-call come back as prose enforces no `tool_choice`, named or not), from `json_schema` to
-`json_object`. The new mode starts the decision afresh, with its own `retries`.
+carry no decision in the form asked for (no tool call, no JSON object), or one such reply ran on
+to the token limit in prose (it cost the whole reply budget, a minute or more on a small local
+model), the run falls back for the rest of the run, in the same way and with the same record
+(its `reason` is "mistakes", its `status` None): from a tool mode to `json_schema` (a server
+that lets a forced call come back as prose enforces no `tool_choice`, named or not), from
+`json_schema` to `json_object`. The new mode starts the decision afresh, with its own `retries`.
 """
 
 from __future__ import annotations
