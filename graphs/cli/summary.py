@@ -18,7 +18,6 @@ from langgraph.types import StateSnapshot
 from replan.graphs.answer import ANSWER
 from replan.graphs.briefings import format_executed_steps, format_plan
 from replan.graphs.context import Bounds
-from replan.graphs.decision_modes import MISTAKES_BEFORE_FALLBACK
 from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan_rules import objective_text, steps_left
 from replan.graphs.schema import DecisionFallback, PlanExecuteState, effective_mode
@@ -146,13 +145,11 @@ def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
 
 def fallback_line(fallback: DecisionFallback) -> str:
     """What a run says when it left a way of asking for decisions: the model server refused
-    it, or the model's replies to it kept carrying no decision."""
+    it, or the model's replies to it kept carrying no decision (`MISTAKES_BEFORE_FALLBACK`
+    in a row, or one run on to the token limit)."""
     then = f"asking for decisions as {fallback['fallback']} from now on"
     if fallback.get("reason") == "mistakes":
-        return (
-            f"the model's replies to {fallback['asked']} carried no decision "
-            f"{MISTAKES_BEFORE_FALLBACK} times in a row; {then}"
-        )
+        return f"the model's replies to {fallback['asked']} carried no decision; {then}"
     return f"model server refused {fallback['asked']} (HTTP {fallback['status']}); {then}"
 
 

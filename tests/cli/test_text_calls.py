@@ -63,7 +63,7 @@ def test_no_text_calls_turns_recovery_off_and_is_stored(
     # The planner's calls, written as text, are not read: its decisions fall back to a JSON
     # reply; the executor's are not run, so the run ends as making no progress.
     assert done.code == 6, done.err
-    assert "carried no decision 2 times in a row; asking for decisions as json_schema" in done.err
+    assert "carried no decision; asking for decisions as json_schema" in done.err
     assert "Traceback" not in done.err
     document = json.loads(shown.out)
     assert document["settings"]["recover_text_calls"] is False
