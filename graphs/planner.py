@@ -82,6 +82,8 @@ class PlanArgs(BaseModel):
     def _valid_steps(self, info: ValidationInfo) -> PlanArgs:
         given = info.context if isinstance(info.context, Numbering) else None
         numbering = given or Numbering(tools=None)  # a first plan, its tool steps unchecked
+        if given and given.tools:
+            self.steps = [_call_written_as_text(step, given.tools) for step in self.steps]
         problems = numbering.problems(self.items())
         if given and not given.tools and any(item.tool for item in self.items()):
             problems.insert(0, "tool steps are not offered in this run: write every step as text")
@@ -99,6 +101,20 @@ class PlanArgs(BaseModel):
             else Item(step.step.strip(), step.depends_on)
             for step in self.steps
         ]
+
+
+def _call_written_as_text(
+    step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools
+) -> str | PlanStepArgs | ToolStepArgs:
+    """A text step that spells a call of one of the run's tools (`temperature(Lisbon)`), as the
+    tool step it means (waiting, as any tool step, only for the steps it names); any other
+    step as it is."""
+    text = step if isinstance(step, str) else step.step if isinstance(step, PlanStepArgs) else None
+    call = tools.call_in_text(text) if text is not None else None
+    if call is None:
+        return step
+    depends_on = step.depends_on if isinstance(step, PlanStepArgs) else None
+    return ToolStepArgs(tool=call[0], args=call[1], depends_on=depends_on)
 
 
 def _json_object(text: str) -> Any:
@@ -208,15 +224,12 @@ class Planner(ModelNode):
 
     def planner_system(self, context: Context) -> str:
         """The planner's system prompt: with tool steps, the lean one listing the run's own
-        tools (and the task tools the agents of text steps have); else the full one."""
+        tools (the task tools are the text steps' agents' business); else the full one."""
         offer = self.offers[chosen(context)]
         computing = offer.computing_note(self.prompts.planner_computing)
         if not self.tool_steps(context):
             return self.prompts.planner.format(tools=offer.listing, computing=computing)
         listing = self.own_tools.listing
-        task_tools = [t.name for t in offer.tools if t.name not in self.own_tools.by_name]
-        if task_tools:
-            listing += f"\n- for text steps' agents: {', '.join(task_tools)}"
         return self.prompts.planner_tool_steps.format(tools=listing, computing=computing)
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:

@@ -138,11 +138,12 @@ REPLANNER_TASK = """# Objective
 Steps of a new plan are numbered from {next}."""
 
 PLANNER_TOOL_STEPS = """Plan the user's objective: call `plan` with steps numbered 1, 2, ...
-A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step N's result.
+A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step N's result, e.g. \
+[{{"tool": "price", "args": {{"item": "A"}}}}, {{"tool": "calc", "args": {{"x": "$1 * 2"}}}}].
 Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent that sees only \
 it, the objective and the results it depends on.
-A step waits for the steps it names (a plain string: for the step before it); the last step \
-gives the answer. Tools:
+A step waits for the earlier steps it names (a plain string: for the step before it); the last \
+step gives the answer. Tools:
 {tools}{computing}"""
 """The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
 

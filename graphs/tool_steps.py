@@ -31,6 +31,7 @@ injected (`InjectedState`, `ToolRuntime`), which a direct call cannot give them.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -49,6 +50,8 @@ REFERENCE = re.compile(r"\$([1-9][0-9]*)")
 """`$N`: the result of step N."""
 REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": r"^\$[1-9][0-9]*$"}
 """What a non-string argument may be instead of its value: a reference `"$N"`."""
+_CALL_TEXT = re.compile(r"^\s*([A-Za-z0-9_-]{1,64})\((.*)\)\s*\.?\s*$", re.S)
+"""A step written as a call, `name(...)`, as small models write tool steps in a list of texts."""
 _NUMBER_AT_END = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+[^\s\d]{1,12})?\s*$")
 NUMBER_TYPES = frozenset({"number", "integer"})
 RESULT_CHARS = 160
@@ -224,6 +227,35 @@ class OwnTools:
             "additionalProperties": False,
         }
 
+    def call_in_text(self, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The tool step a text step spells as a call of one of these tools, or None.
+
+        Small models write a tool step as the text `temperature(Lisbon)` or
+        `price(item="A", size=2)` (the form progress shows tool steps in). The arguments are
+        read as Python call arguments: literals as they are, a bare word or any other
+        expression as its text; positional ones fill the tool's parameters in order. A tool
+        with one parameter takes the whole text between the parentheses when it does not parse
+        (`calculator($1 - $2)`). Anything else stays a text step."""
+        match = _CALL_TEXT.match(text)
+        if match is None or match[1] not in self.by_name:
+            return None
+        names = list(self.parameters[match[1]].get("properties") or {})
+        inner = match[2].strip()
+        try:
+            call = ast.parse(f"f({inner})", mode="eval").body
+        except SyntaxError:
+            call = None
+        if not isinstance(call, ast.Call):
+            one = inner.strip("'\"")
+            return (match[1], {names[0]: one}) if len(names) == 1 and one else None
+        if len(call.args) > len(names) or any(k.arg is None for k in call.keywords):
+            return None
+        source = f"f({inner})"
+        positional = zip(names[: len(call.args)], call.args, strict=True)
+        args = {name: _argument(node, source) for name, node in positional}
+        args.update({str(k.arg): _argument(k.value, source) for k in call.keywords})
+        return match[1], args
+
     @functools.cached_property
     def listing(self) -> str:
         """One short line per tool for a prompt: `- name(arg, ...): first sentence`."""
@@ -258,6 +290,14 @@ class OwnTools:
                 f"the arguments of `{tool}` do not fit its schema ({validation_problems(error)})"
             ]
         return []
+
+
+def _argument(node: ast.expr, source: str) -> Any:
+    """A call argument written in a step's text: a literal's value, else its text."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ast.get_source_segment(source, node) or ""
 
 
 NO_TOOLS = OwnTools(())

@@ -136,6 +136,33 @@ def test_tool_steps_of_a_wave_run_side_by_side_with_no_model_call(mode: Mode) ->
     assert added["result"] == "report on Add"
 
 
+def test_a_text_step_that_spells_a_call_reads_as_that_call() -> None:
+    tools = OwnTools(Kit().tools)
+    assert tools.call_in_text("price(A)") == ("price", {"item": "A"})
+    assert tools.call_in_text('price(item="B").') == ("price", {"item": "B"})
+    assert tools.call_in_text("double($1)") == ("double", {"value": "$1"})  # whole text
+    assert tools.call_in_text("note(text='a b')") == ("note", {"text": "a b"})
+    assert tools.call_in_text("Look up price(A) first") is None  # a sentence stays text
+    assert tools.call_in_text("weather(Oslo)") is None  # not a tool of the run
+    assert tools.call_in_text("price(A, B)") is None  # more arguments than parameters
+
+
+@both_modes
+def test_plan_texts_written_as_calls_run_as_tool_steps(mode: Mode) -> None:
+    """Small models list `price(A)` as a text step: it runs as the tool step it spells."""
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[plan_call("price(A)", "price(B)", "double($1)")],
+        replanner=[respond("done")],
+    )
+    graph = build_plan_execute_graph(model, kit.tools)
+    result = run(graph, "Prices", mode, context=WHEN_NEEDED)
+
+    assert sorted(kit.calls) == [("double", 4.2), ("price", "A"), ("price", "B")]
+    assert [d["status"] for d in result["executed_steps"]] == ["done"] * 3
+    assert model.requests_of("executor") == []  # no step asked the model
+
+
 @both_modes
 def test_a_chain_of_references_passes_numbers_and_text(mode: Mode) -> None:
     kit = Kit()
