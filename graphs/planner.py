@@ -229,8 +229,10 @@ class Planner(ModelNode):
         computing = offer.computing_note(self.prompts.planner_computing)
         if not self.tool_steps(context):
             return self.prompts.planner.format(tools=offer.listing, computing=computing)
-        listing = self.own_tools.listing
-        return self.prompts.planner_tool_steps.format(tools=listing, computing=computing)
+        example = self.own_tools.example(offer.computing)
+        return self.prompts.planner_tool_steps.format(
+            tools=self.own_tools.listing, computing=computing, example=example
+        )
 
     def planner(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""

@@ -139,7 +139,7 @@ Steps of a new plan are numbered from {next}."""
 
 PLANNER_TOOL_STEPS = """Plan the user's objective: call `plan` with steps numbered 1, 2, ...
 A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step N's result, e.g. \
-[{{"tool": "price", "args": {{"item": "A"}}}}, {{"tool": "calc", "args": {{"x": "$1 * 2"}}}}].
+{example}.
 Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent that sees only \
 it, the objective and the results it depends on.
 A step waits for the earlier steps it names (a plain string: for the step before it); the last \
@@ -259,7 +259,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "replanner_task": frozenset(
         {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
     ),
-    "planner_tool_steps": frozenset({"tools", "computing"}),
+    "planner_tool_steps": frozenset({"tools", "computing", "example"}),
     "replanner_tool_steps": frozenset({"respond"}),
     "plan_steps_tools": frozenset(),
     "repeated_steps": frozenset({"steps"}),

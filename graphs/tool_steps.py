@@ -239,7 +239,7 @@ class OwnTools:
         match = _CALL_TEXT.match(text)
         if match is None or match[1] not in self.by_name:
             return None
-        names = list(self.parameters[match[1]].get("properties") or {})
+        names = self._names(match[1])
         inner = match[2].strip()
         try:
             call = ast.parse(f"f({inner})", mode="eval").body
@@ -255,6 +255,26 @@ class OwnTools:
         args = {name: _argument(node, source) for name, node in positional}
         args.update({str(k.arg): _argument(k.value, source) for k in call.keywords})
         return match[1], args
+
+    def example(self, computing: Sequence[str] = ()) -> str:
+        """A two-step plan in these tools' own names, for a prompt: a call of the first tool,
+        then a call that uses its result (`$1`): of a computing tool with one parameter when
+        the run has one, else of the first tool again. Small models copy an example's tool
+        names, so they must be the run's."""
+        if not self.by_name:
+            return ""
+        first = next(iter(self.by_name))
+        then = next((n for n in computing if len(self._names(n)) == 1), first)
+        head = self._names(first)[:1] or ["input"]
+        used = self._names(then)[:1] or ["input"]
+        steps = [
+            {"tool": first, "args": {head[0]: "..."}},
+            {"tool": then, "args": {used[0]: "$1 * 2" if then != first else "$1"}},
+        ]
+        return json.dumps(steps, ensure_ascii=False)
+
+    def _names(self, tool: str) -> list[str]:
+        return list(self.parameters[tool].get("properties") or {})
 
     @functools.cached_property
     def listing(self) -> str:
