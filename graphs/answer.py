@@ -1,14 +1,14 @@
 """The `answer` node: the final answer written in plain text, once the replanner responds.
 
-With `Context.answer="plain"` (the default, `DEFAULT_ANSWER`), the replanner's `respond`
-decision only says that the objective is met; the graph then goes from `replanner` to
-`answer`, which asks the model with a plain request (no tools, no `response_format`) for the
-answer to the objective from the results of the steps. Small models write better answers
-that way than inside a JSON object. Its tokens stream like any model turn and its usage is
-counted under `answer`. A blank reply keeps the replanner's note, followed by the results.
+With `Context.answer="plain"`, the replanner's `respond` decision only says that the
+objective is met; the graph then goes from `replanner` to `answer`, which asks the model with a
+plain request (no tools, no `response_format`) for the answer to the objective from the results
+of the steps. Its tokens stream like any model turn and its usage is counted under `answer`. A
+blank reply keeps the replanner's note, followed by the results.
 
-With `answer="decision"`, and for runs that end without meeting the objective (a
-`stop_reason`), the run ends at the replanner as before.
+With `answer="decision"` (the default, `DEFAULT_ANSWER`: on the real small model the plain
+answer was no better, see docs/small-models.md, and it costs a request), and for runs that end
+without meeting the objective (a `stop_reason`), the run ends at the replanner.
 """
 
 from __future__ import annotations

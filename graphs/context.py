@@ -40,7 +40,7 @@ TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
 the run has tools of its own, "off" never does."""
 AnswerMode = Literal["plain", "decision"]
 ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
-DEFAULT_ANSWER: AnswerMode = "plain"
+DEFAULT_ANSWER: AnswerMode = "decision"
 """How a run's final answer is written once the replanner decides to respond: by a plain model
 request from the objective and the results ("plain"), or inside the `respond` decision."""
 DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]

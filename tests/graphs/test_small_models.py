@@ -227,7 +227,8 @@ def test_the_answer_is_written_by_a_plain_request_and_counted(
         return script.respond(request)
 
     server.responder = responder
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    context = _context(server, answer="plain")
+    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
 
     (asked,) = [r for r in server.requests if script.classify(r).role == "answer"]
     assert not {"tools", "tool_choice", "response_format"} & asked.keys()
@@ -263,7 +264,7 @@ def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(
         OBJECTIVE,
         "sync",
         config=_config(),
-        context=_context(server),
+        context=_context(server, answer="plain"),
         stream_mode=["messages", "updates"],
     )
 
@@ -275,7 +276,9 @@ def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(
 
 def test_a_run_that_stops_unfinished_writes_no_answer(server: ScriptedOpenAIServer) -> None:
     result = run(
-        build_plan_execute_graph(max_iterations=1), "Ship it in 3 steps", context=_context(server)
+        build_plan_execute_graph(max_iterations=1),
+        "Ship it in 3 steps",
+        context=_context(server, answer="plain"),
     )
     assert result["stop_reason"] == "max_iterations"
     assert all(script.classify(r).role != "answer" for r in server.requests)
