@@ -200,14 +200,12 @@ def _fields(tool: DecisionTool) -> list[str]:
 
 
 def read_fields(args: Any, tools: Sequence[DecisionTool], sent: str) -> BaseModel:
-    """The decision an object of fields holds: the arguments of the tool whose fields it
-    gives, validated; ModelMistake otherwise. When it gives the fields of several, the first
-    offered wins: a plan beside a response means work remains (small models often add a
-    guessed answer to the steps they plan), and the run stays bounded by its rounds."""
+    """The decision an object of fields holds: the arguments of the one tool whose fields it
+    gives, validated; ModelMistake otherwise."""
     if not isinstance(args, dict):
         raise ModelMistake(f"a JSON {type(args).__name__} instead of an object", sent, form=True)
     chosen = [tool for tool in tools if not args.keys().isdisjoint(_fields(tool))]
-    if len(tools) > 1 and not chosen:
+    if len(tools) > 1 and len(chosen) != 1:
         raise ModelMistake(f"exactly one of {_field_list(tools)} is needed", sent)
     tool = chosen[0] if chosen else tools[0]
     return _validated(tool, args, f"the fields of the `{tool.name}` decision", sent)

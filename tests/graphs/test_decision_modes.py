@@ -12,11 +12,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode
-from replan.graphs.decision_modes import ModelMistake, read_fields
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.planner import PlanArgs, RespondArgs, plan_tool, respond_tool
-from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.testing import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
@@ -101,11 +98,11 @@ def _corrections(request: dict[str, Any]) -> int:
     return sum("could not be used" in str(m.get("content")) for m in request["messages"])
 
 
-NEITHER = {"plan": ["Check again"], "answer": "Done"}
+BOTH = {"steps": ["Check again"], "response": "Done"}
 MISTAKES: dict[str, list[Reply]] = {
-    "json_schema": [text("We are done, I think."), text(json.dumps(NEITHER))],
+    "json_schema": [text("We are done, I think."), text(json.dumps(BOTH))],
     "json_object": [text("```json\n[1, 2]\n```"), text(json.dumps({"steps": []}))],
-    "tool_named": [tool_call("decide", NEITHER), tool_call("decide", '{"steps": [')],
+    "tool_named": [tool_call("decide", BOTH), tool_call("decide", '{"steps": [')],
 }
 PROBLEMS = {
     "json_schema": ["the reply is not a JSON object", "exactly one of `steps` or `response`"],
@@ -378,15 +375,3 @@ def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
         assert (
             _ask(server, tools=[DECIDE_TOOL], tool_choice="required").choices[0].message.tool_calls
         )
-
-
-def test_steps_beside_a_response_are_taken_as_the_plan() -> None:
-    """Small models add a guessed answer to the steps they plan: the work that remains wins."""
-    plan, respond = plan_tool(DEFAULT_PROMPTS), respond_tool(DEFAULT_PROMPTS)
-    both = {"steps": ["Check again"], "response": "Done"}
-    decision = read_fields(both, [plan, respond], json.dumps(both))
-    assert isinstance(decision, PlanArgs)
-    assert decision.steps == ["Check again"]
-    assert isinstance(read_fields({"response": "Done"}, [plan, respond], ""), RespondArgs)
-    with pytest.raises(ModelMistake, match="exactly one of `steps` or `response`"):
-        read_fields({"answer": "Done"}, [plan, respond], "")
