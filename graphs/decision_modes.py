@@ -37,7 +37,7 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -89,7 +89,10 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 class DecisionTool:
     """A tool the model calls to give a structured answer; `args` validates its arguments
     (with `context` as pydantic's validation context). `schema`, when given, is the JSON
-    schema sent instead of the one `args` gives (e.g. shaped by the run's tools)."""
+    schema sent instead of the one `args` gives (e.g. shaped by the run's tools).
+    `beside_another`, when given, settles a reply that gives this decision's fields beside
+    another's (which a merged schema allows): called with this decision's validated
+    arguments, True takes this one, False the other."""
 
     name: str
     description: str
@@ -97,6 +100,7 @@ class DecisionTool:
     field_descriptions: dict[str, str]
     schema: Mapping[str, Any] | None = field(default=None, compare=False)
     context: Any = field(default=None, compare=False)
+    beside_another: Callable[[BaseModel], bool] | None = field(default=None, compare=False)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI function schema of this tool (self-contained: no `$ref`s, which some
@@ -201,14 +205,28 @@ def _fields(tool: DecisionTool) -> list[str]:
 
 def read_fields(args: Any, tools: Sequence[DecisionTool], sent: str) -> BaseModel:
     """The decision an object of fields holds: the arguments of the one tool whose fields it
-    gives, validated; ModelMistake otherwise."""
+    gives (or the one `_settled` takes of two), validated; ModelMistake otherwise."""
     if not isinstance(args, dict):
         raise ModelMistake(f"a JSON {type(args).__name__} instead of an object", sent, form=True)
-    chosen = [tool for tool in tools if not args.keys().isdisjoint(_fields(tool))]
+    chosen = _settled([t for t in tools if not args.keys().isdisjoint(_fields(t))], args, sent)
     if len(tools) > 1 and len(chosen) != 1:
         raise ModelMistake(f"exactly one of {_field_list(tools)} is needed", sent)
     tool = chosen[0] if chosen else tools[0]
     return _validated(tool, args, f"the fields of the `{tool.name}` decision", sent)
+
+
+def _settled(chosen: list[DecisionTool], args: dict[str, Any], sent: str) -> list[DecisionTool]:
+    """Of two decisions whose fields a reply gives at once, the one its `beside_another`
+    takes (when exactly one of them has it and its fields validate); else `chosen` as it is."""
+    judges = [(tool, tool.beside_another) for tool in chosen if tool.beside_another is not None]
+    if len(chosen) != 2 or len(judges) != 1:
+        return chosen
+    [(judge, takes)] = judges
+    try:
+        validated = _validated(judge, args, "", sent)
+    except ModelMistake:
+        return chosen
+    return [judge] if takes(validated) else [tool for tool in chosen if tool is not judge]
 
 
 def _field_list(tools: Sequence[DecisionTool]) -> str:

@@ -180,6 +180,13 @@ def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
 
 
+def adds_work(numbering: Numbering, args: BaseModel) -> bool:
+    """Whether a plan sent beside a response is taken over it: when it holds a step not done
+    yet. Small models add a guessed answer to the steps still needed (so the plan goes on), or
+    re-list done steps beside a right answer (so the answer stands)."""
+    return isinstance(args, PlanArgs) and numbering.adds_work(args.items())
+
+
 def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionTool:
     """The `respond` tool: `response`, the final answer (with `answer="plain"`, a short note
     that the objective is met: the answer is written next)."""
@@ -220,7 +227,9 @@ class Planner(ModelNode):
     def plan_decision(self, numbering: Numbering) -> DecisionTool:
         """The `plan` decision whose steps are checked against `numbering` (and its tools)."""
         base = self.tool_plan_tool if numbering.tools else self.text_plan_tool
-        return replace(base, context=numbering)
+        return replace(
+            base, context=numbering, beside_another=functools.partial(adds_work, numbering)
+        )
 
     def planner_system(self, context: Context) -> str:
         """The planner's system prompt: with tool steps, the lean one listing the run's own

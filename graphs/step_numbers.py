@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replan.graphs.plan_rules import step_key
 from replan.graphs.schema import ExecutedStep, PlannedStep
 from replan.graphs.tool_steps import NO_TOOLS, OwnTools, format_call, references, renumber
 
@@ -55,13 +56,15 @@ def next_number(done: Sequence[ExecutedStep], plan: Sequence[PlannedStep] = ()) 
 class Numbering:
     """How the items of a plan are numbered (the first item is `first`, new steps get ids from
     `ids_from`), the `done` step numbers and the steps still planned (`kept`) it may name, and
-    the tools its tool steps may call (None: tool steps are taken unchecked)."""
+    the tools its tool steps may call (None: tool steps are taken unchecked); `done_texts`,
+    what the done steps say (`step_key`)."""
 
     first: int = 1
     ids_from: int = 1
     done: frozenset[int] = frozenset()
     kept: tuple[PlannedStep, ...] = ()
     tools: OwnTools | None = field(default=NO_TOOLS, compare=False)
+    done_texts: frozenset[str] = frozenset()
 
     @classmethod
     def first_plan(cls, done: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS) -> Numbering:
@@ -75,7 +78,15 @@ class Numbering:
         """A replan: items numbered on from the next free number; `left` may be re-listed."""
         start = next_number(done, left)
         done_ids = frozenset(step["id"] for step in done if "id" in step)
-        return cls(first=start, ids_from=start, done=done_ids, kept=tuple(left), tools=tools)
+        texts = frozenset(step_key(step["step"]) for step in done)
+        return cls(
+            first=start, ids_from=start, done=done_ids, kept=tuple(left), tools=tools,
+            done_texts=texts,
+        )  # fmt: skip
+
+    def adds_work(self, items: Sequence[Item]) -> bool:
+        """Whether `items` hold a step not done yet (by its text)."""
+        return any(step_key(item.text) not in self.done_texts for item in items)
 
     def _matches(self, items: Sequence[Item]) -> list[PlannedStep | None]:
         """For each item, the step still planned it re-lists (same text), if any."""

@@ -13,10 +13,15 @@ References. In `args`, `"$N"` names the result of step N (the numbers of
 
 - a string that is exactly `"$N"` becomes step N's result, its text stripped; but where the
   tool's argument (a top-level property of its JSON schema) is of type `number` or `integer`,
-  and that text is a number or ends in one (optionally followed by one short word without
-  digits, such as a unit or a currency: `"8.04672 km"`, `"kettle costs 24.90 EUR"`), it
-  becomes that number (an integer for `integer` when it is whole);
+  and that text holds a number (`number_written`: it is or ends in one, optionally followed by
+  one short word without digits such as a unit or a currency, `"8.04672 km"`, `"kettle costs
+  24.90 EUR"`; else it holds only one), it becomes that number (an integer for `integer` when
+  it is whole);
 - `$N` inside a longer string is replaced in place by step N's result text, stripped;
+- for a *computing* tool (`replan.tools.calculator.is_computing`), every `$N` in a string
+  becomes the number step N's result holds (the number it is or ends in, else the only number
+  in it: `"printer paper: 4.35 EUR per box"` gives `4.35`), so `calculator("$1 * 12")` computes;
+  a result with no such number goes in as text, and the tool says what is wrong with it;
 - strings inside lists and objects are treated the same way (numbers only at the top level);
 - a tool step whose referenced step did not end `done` is not run: it fails, saying so.
 
@@ -53,6 +58,7 @@ REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": r"^\$[1-9][0-9]
 _CALL_TEXT = re.compile(r"^\s*([A-Za-z0-9_-]{1,64})\((.*)\)\s*\.?\s*$", re.S)
 """A step written as a call, `name(...)`, as small models write tool steps in a list of texts."""
 _NUMBER_AT_END = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+[^\s\d]{1,12})?\s*$")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 NUMBER_TYPES = frozenset({"number", "integer"})
 RESULT_CHARS = 160
 """How much of a result a one-line account of a tool step shows."""
@@ -83,10 +89,21 @@ def renumber(value: Any, numbers: Mapping[int, int]) -> Any:
 def number_at_end(text: str) -> int | float | None:
     """The number `text` is, or ends in (before at most one short word such as a unit)."""
     match = _NUMBER_AT_END.search(text.strip())
-    if match is None:
-        return None
-    number = float(match[1])
-    return int(number) if number.is_integer() and re.fullmatch(r"-?\d+", match[1]) else number
+    return None if match is None else _as_number(match[1])
+
+
+def _as_number(written: str) -> int | float:
+    number = float(written)
+    return int(number) if number.is_integer() and re.fullmatch(r"-?\d+", written) else number
+
+
+def number_written(text: str) -> str | None:
+    """The number a result holds, as written: the one it is or ends in (`number_at_end`), else
+    the only number in it; None when it holds none, or several and none at the end."""
+    if match := _NUMBER_AT_END.search(text.strip()):
+        return match[1]
+    found = _NUMBER.findall(text)
+    return found[0] if len(found) == 1 else None
 
 
 def _types(schema: Mapping[str, Any]) -> set[str]:
@@ -98,34 +115,42 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
     return found
 
 
-def _substituted(value: Any, results: Mapping[int, str]) -> Any:
+def _substituted(value: Any, results: Mapping[int, str], numbers: bool) -> Any:
+    def result(match: re.Match[str]) -> str:
+        text = results[int(match[1])].strip()
+        return (number_written(text) or text) if numbers else text
+
     if isinstance(value, str):
-        if whole := REFERENCE.fullmatch(value):
-            return results[int(whole[1])].strip()
-        return REFERENCE.sub(lambda m: results[int(m[1])].strip(), value)
+        return REFERENCE.sub(result, value)
     if isinstance(value, Mapping):
-        return {key: _substituted(item, results) for key, item in value.items()}
+        return {key: _substituted(item, results, numbers) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_substituted(item, results) for item in value]
+        return [_substituted(item, results, numbers) for item in value]
     return value
 
 
 def substitute(
-    args: Mapping[str, Any], results: Mapping[int, str], parameters: Mapping[str, Any]
+    args: Mapping[str, Any],
+    results: Mapping[int, str],
+    parameters: Mapping[str, Any],
+    *,
+    computes: bool = False,
 ) -> dict[str, Any]:
     """`args` with each reference replaced by the result it names (module docstring);
-    `parameters` is the tool's JSON schema, whose property types decide where numbers go."""
+    `parameters` is the tool's JSON schema, whose property types decide where numbers go;
+    `computes`: the tool computes, so references in its strings become numbers."""
     properties = parameters.get("properties") or {}
     out: dict[str, Any] = {}
     for name, value in args.items():
         types = _types(properties.get(name) or {})
         whole = REFERENCE.fullmatch(value) if isinstance(value, str) else None
-        number = number_at_end(results[int(whole[1])]) if whole else None
-        if whole and number is not None and types & NUMBER_TYPES and "string" not in types:
+        written = number_written(results[int(whole[1])]) if whole else None
+        if written is not None and types & NUMBER_TYPES and "string" not in types:
+            number = _as_number(written)
             whole_number = isinstance(number, int) or float(number).is_integer()
             out[name] = int(number) if "integer" in types and whole_number else number
         else:
-            out[name] = _substituted(value, results)
+            out[name] = _substituted(value, results, computes)
     return out
 
 

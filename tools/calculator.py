@@ -6,8 +6,8 @@ instead of the model's head. A tool computes when its `metadata` says so
 (`{COMPUTES_KEY: True}`); `calculator` does, and `computing(tool)` marks a tool of your own.
 
 `evaluate` reads an arithmetic expression with Python's parser and walks the tree itself: only
-numbers, + - * / ** and parentheses are allowed (no names, calls or attributes: nothing is
-`eval`ed).
+numbers, + - * / ** , parentheses and the functions of `FUNCTIONS` (max, min, abs, round) are
+allowed (no other names, calls or attributes: nothing is `eval`ed).
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ MAX_EXPRESSION_CHARS = 500
 """Longest expression `evaluate` reads (deeply nested input would exhaust the parser)."""
 MAX_EXPONENT = 1000
 """Largest exponent `**` takes (a huge power would take the process's memory)."""
+FUNCTIONS = ("max", "min", "abs", "round")
+"""The functions an expression may call, with numbers as arguments (`round(x, digits)`)."""
+_ALLOWED = "numbers, + - * / **, parentheses, " + ", ".join(f"{name}()" for name in FUNCTIONS)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _OPERATORS: dict[type[ast.AST], Callable[..., float]] = {
     ast.Add: operator.add,
@@ -45,7 +48,7 @@ class CalculationError(ValueError):
 def _value(node: ast.AST) -> float:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         if isinstance(node.value, bool):
-            raise CalculationError("only numbers, + - * / ** and parentheses are allowed")
+            raise CalculationError(f"only {_ALLOWED} are allowed")
         return float(node.value)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
         return _OPERATORS[type(node.op)](_value(node.operand))
@@ -54,7 +57,25 @@ def _value(node: ast.AST) -> float:
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             raise CalculationError(f"exponents above {MAX_EXPONENT} are not supported")
         return _OPERATORS[type(node.op)](left, right)
-    raise CalculationError("only numbers, + - * / ** and parentheses are allowed")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        return _called(node.func.id, [_value(argument) for argument in node.args])
+    raise CalculationError(f"only {_ALLOWED} are allowed")
+
+
+def _called(name: str, values: list[float]) -> float:
+    if name == "round" and len(values) == 1:
+        return float(round(values[0]))
+    if name == "round" and len(values) == 2 and values[1].is_integer():
+        return float(round(values[0], int(values[1])))
+    if name == "round":
+        raise CalculationError("round takes a number and, optionally, whole digits")
+    if name == "abs" and len(values) == 1:
+        return abs(values[0])
+    if name in ("max", "min") and values:
+        return max(values) if name == "max" else min(values)
+    if name in FUNCTIONS:
+        raise CalculationError(f"{name} needs {'one number' if name == 'abs' else 'numbers'}")
+    raise CalculationError(f"only {_ALLOWED} are allowed")
 
 
 def evaluate(expression: str) -> float:
@@ -84,8 +105,9 @@ def number_text(value: float) -> str:
 
 
 def calculate(expression: str) -> str:
-    """Evaluate arithmetic with numbers, + - * / ** and parentheses, e.g. '(120.5 + 75.25) * 2'.
-    Use it for every sum, difference, product, ratio or comparison of figures."""
+    """Evaluate arithmetic with numbers, + - * / **, parentheses and max(), min(), abs(),
+    round(), e.g. '(120.5 + 75.25) * 2' or 'max(120, 340, 275)'. Use it for every sum,
+    difference, product, ratio or comparison of figures."""
     try:
         return f"{expression.strip()} = {number_text(evaluate(expression))}"
     except CalculationError as error:

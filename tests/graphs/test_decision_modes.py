@@ -98,11 +98,11 @@ def _corrections(request: dict[str, Any]) -> int:
     return sum("could not be used" in str(m.get("content")) for m in request["messages"])
 
 
-BOTH = {"steps": ["Check again"], "response": "Done"}
+NEITHER = {"plan": ["Check again"], "answer": "Done"}
 MISTAKES: dict[str, list[Reply]] = {
-    "json_schema": [text("We are done, I think."), text(json.dumps(BOTH))],
+    "json_schema": [text("We are done, I think."), text(json.dumps(NEITHER))],
     "json_object": [text("```json\n[1, 2]\n```"), text(json.dumps({"steps": []}))],
-    "tool_named": [tool_call("decide", BOTH), tool_call("decide", '{"steps": [')],
+    "tool_named": [tool_call("decide", NEITHER), tool_call("decide", '{"steps": [')],
 }
 PROBLEMS = {
     "json_schema": ["the reply is not a JSON object", "exactly one of `steps` or `response`"],
@@ -375,3 +375,38 @@ def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
         assert (
             _ask(server, tools=[DECIDE_TOOL], tool_choice="required").choices[0].message.tool_calls
         )
+
+
+@pytest.mark.parametrize(
+    ("steps", "taken"),
+    [
+        (["Check the sum again"], "plan"),  # a step still to do: the guess beside it is dropped
+        ([script.step_text(1, 1, "sum up in 1 steps")], "response"),  # done already: the answer
+    ],
+)
+def test_a_plan_beside_a_response_is_taken_only_when_it_adds_a_step(
+    server: ScriptedOpenAIServer, steps: list[str], taken: str
+) -> None:
+    both = {"steps": steps, "response": "A guess: 41"}
+
+    def respond(request: dict[str, Any]) -> Reply:
+        replanner = [r for r in server.requests if script.classify(r).role == "replanner"]
+        if replanner and replanner[0] is request:
+            return text(json.dumps(both))
+        return script.respond(request)
+
+    server.responder = respond
+    result = run(
+        build_plan_execute_graph(),
+        "Sum up in 1 steps",
+        context=_context(server, decision_mode="json_schema"),
+    )
+
+    executed = [step["step"] for step in result["executed_steps"]]
+    if taken == "plan":
+        assert executed == [script.step_text(1, 1, "sum up in 1 steps"), "Check the sum again"]
+        assert result["response"].startswith("All 1 steps")
+    else:
+        assert executed == [script.step_text(1, 1, "sum up in 1 steps")]
+        assert result["response"] == "A guess: 41"
+    assert result.get("corrected_mistakes", 0) == 0

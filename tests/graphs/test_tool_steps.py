@@ -24,11 +24,12 @@ from replan.graphs.context import DECISION_MODES, Context, DecisionMode
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.planner import plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
-from replan.graphs.tool_steps import OwnTools, number_at_end, substitute
+from replan.graphs.tool_steps import OwnTools, number_at_end, number_written, substitute
 from replan.testing import ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from replan.testing import text as said
 from replan.testing.requests import step_tools, steps_schema
+from replan.tools.calculator import calculator
 from tests.support.fake_models import FakeChatModel, Mode, Request, both_modes, call, run, text
 from tests.support.kill_gates import kill_at_gate
 from tests.support.tool_step_child import CALLS_FILE, GATE_FILE, THREAD, looked_up
@@ -193,6 +194,32 @@ def test_a_chain_of_references_passes_numbers_and_text(mode: Mode) -> None:
     assert len(model.requests_of("replanner")) == 1  # three waves, one question at the end
 
 
+def test_a_calculator_step_computes_with_the_figure_a_look_up_gave() -> None:
+    """`calculator("$1 * 12")` after a look-up answering in a sentence: the figure goes in."""
+
+    @tool
+    def unit_price(product: str) -> str:
+        """The unit price of a product."""
+        return f"{product}: 4.35 EUR per box"
+
+    model = FakeChatModel(
+        planner=[
+            plan_call(
+                {"tool": "unit_price", "args": {"product": "paper"}},
+                {"tool": "calculator", "args": {"expression": "$1 * 12"}},
+            )
+        ],
+        replanner=[respond("52.20 EUR")],
+    )
+    graph = build_plan_execute_graph(model, [unit_price, calculator])
+    result = run(graph, "12 boxes of paper", context=WHEN_NEEDED)
+
+    computed = result["executed_steps"][1]
+    assert computed["args"] == {"expression": "4.35 * 12"}
+    assert (computed["status"], computed["result"]) == ("done", "4.35 * 12 = 52.2")
+    assert not model.requests_of("executor")
+
+
 def test_substitution_whole_inline_and_numbers() -> None:
     parameters = {
         "properties": {
@@ -226,6 +253,31 @@ def test_substitution_whole_inline_and_numbers() -> None:
         1000.0,
         None,
         None,
+    ]
+
+
+def test_a_computing_tool_takes_the_number_each_reference_holds() -> None:
+    parameters = {"properties": {"expression": {"type": "string"}}}
+    results = {1: "printer paper: 4.35 EUR per box", 2: "22.0 °C", 3: "P-200: 40 in stock"}
+    args = {"expression": "$1 * 12 - $2"}
+    assert substitute(args, results, parameters, computes=True) == {
+        "expression": "4.35 * 12 - 22.0"
+    }
+    # a result with two numbers, none at the end, goes in as text, and the tool says so
+    assert substitute({"expression": "$3 + 1"}, results, parameters, computes=True) == {
+        "expression": "P-200: 40 in stock + 1"
+    }
+    # a tool that does not compute takes the text
+    assert substitute(args, results, parameters) == {
+        "expression": "printer paper: 4.35 EUR per box * 12 - 22.0 °C"
+    }
+    assert [
+        number_written(t) for t in ("4.35 EUR per box", "1 box and 2 cans here", "none", "x = 52.2")
+    ] == [
+        "4.35",
+        None,
+        None,
+        "52.2",
     ]
 
 

@@ -28,6 +28,11 @@ from replan.tools.calculator import (
         ("-3 + +5", 2.0),
         ("7 / 2", 3.5),
         ("1,200 + 5", 1205.0),  # thousands separators, as models write them
+        ("max(120, 340, 275)", 340.0),  # which is largest
+        ("min(3, 1.5) * 2", 3.0),
+        ("abs(8.5 - 22)", 13.5),
+        ("round(52.2049, 2)", 52.2),
+        ("round(7.6)", 8.0),
     ],
 )
 def test_arithmetic_is_evaluated(expression: str, value: float) -> None:
@@ -48,6 +53,12 @@ def test_arithmetic_is_evaluated(expression: str, value: float) -> None:
         ("1 +" * 300 + "1", "longer than"),
         ("True + 1", "only numbers"),
         ("1, 2", "only numbers"),
+        ("print(1)", "only numbers"),
+        ("max(x=1)", "only numbers"),
+        ("(1).real", "only numbers"),
+        ("max()", "max needs numbers"),
+        ("abs(1, 2)", "abs needs one number"),
+        ("round(1, 2.5)", "round takes a number"),
     ],
 )
 def test_what_is_not_arithmetic_is_refused_with_the_reason(expression: str, reason: str) -> None:
