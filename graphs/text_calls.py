@@ -3,7 +3,8 @@
 Some OpenAI-compatible servers (llama.cpp's `llama-server` with small models, for instance)
 return a model's tool call as the text of the reply, with no `tool_calls`: a JSON object with
 `name` and `arguments` (or `parameters`) in a ``` fence, between `<tool_call>` tags (Qwen's
-own format) or bare. `recover_text_calls` reads such a reply back into an `AIMessage` with
+own format), bare, or as the whole reply in the form of a function call, `plan({"steps": [...]})`
+(alone or in a fence). `recover_text_calls` reads such a reply back into an `AIMessage` with
 `tool_calls`, so the graph carries on as if the server had parsed the calls itself.
 
 Only an unambiguous text is read: every call names an offered tool, and all the calls come in
@@ -37,6 +38,8 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)```", re.S)
 _LINE_START = re.compile(r"^[ \t]*(?=[\[{])", re.M)
 _CALL_LIKE = re.compile(r"<tool_call>|\"name\"\s*:.*\"(?:arguments|parameters)\"\s*:", re.S)
 _ARGUMENT_KEYS = ("arguments", "parameters")
+_WRITTEN_CALL = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_-]{0,63})\(\s*(\{.*\})\s*\)\s*;?\s*", re.S)
+"""A whole reply written as a function call with a JSON object: `plan({"steps": [...]})`."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class TextCalls:
 
 def read_text_calls(text: str, offered: OfferedTools) -> TextCalls:
     """The tool calls written in `text` for the `offered` tools (see the module docstring)."""
+    if written := _written_call(text, offered):
+        return written
     segments, rest = _segments(text)
     calls: list[tuple[_Segment, list[tuple[str, dict[str, Any]]]]] = []
     data: list[_Segment] = []
@@ -130,6 +135,20 @@ def _checked(
         calls=[_tool_call(name, args) for name, args in named],
         prose=_without(text, [segment.span for segment, _ in calls]),
     )
+
+
+def _written_call(text: str, offered: OfferedTools) -> TextCalls | None:
+    """The call a whole reply writes as `name({...})` (alone or in one fence) of an offered
+    tool, with a JSON object as its arguments; None when it is not that."""
+    fenced = _FENCE.fullmatch(text.strip())
+    match = _WRITTEN_CALL.fullmatch(fenced[2] if fenced else text)
+    if match is None or match[1] not in offered.names:
+        return None
+    try:
+        args = json.loads(match[2])
+    except ValueError:
+        return TextCalls(problem=f"the arguments of `{match[1]}` are not valid JSON")
+    return TextCalls(calls=[_tool_call(match[1], args)]) if isinstance(args, dict) else None
 
 
 def _required_args(text: str, data: list[_Segment], offered: OfferedTools) -> TextCalls:

@@ -48,6 +48,8 @@ EXPECTED_BOTH = [("TaskCreate", CREATE["arguments"]), ("TaskList", {})]
         json.dumps(CREATE, indent=2),
         f"  {_obj(CREATE)}  \n",
         _obj({"type": "function", "function": CREATE}),
+        f"TaskCreate({_obj(CREATE['arguments'])})",
+        f"```python\nTaskCreate({_obj(CREATE['arguments'])});\n```",
     ],
     ids=[
         "json fence",
@@ -59,6 +61,8 @@ EXPECTED_BOTH = [("TaskCreate", CREATE["arguments"]), ("TaskList", {})]
         "bare on several lines",
         "bare with blanks",
         "openai wire shape",
+        "written as a function call",
+        "a function call in a fence",
     ],
 )
 def test_each_shape_of_one_call_is_read(text: str) -> None:
@@ -137,6 +141,7 @@ def test_one_unknown_call_among_known_ones_keeps_them_all_unread() -> None:
         ('```json\n{"name": "TaskList", "arguments": {\n```', "not valid JSON"),
         (_obj({"name": "TaskCreate", "arguments": "{not json"}), "not valid JSON"),
         (_obj({"name": "TaskCreate", "arguments": [1, 2]}), "not a JSON object"),
+        ('TaskCreate({"subject": "Write it",})', "not valid JSON"),
     ],
     ids=[
         "inline mention",
@@ -148,6 +153,7 @@ def test_one_unknown_call_among_known_ones_keeps_them_all_unread() -> None:
         "broken fence",
         "broken string arguments",
         "list arguments",
+        "broken function call",
     ],
 )
 def test_an_ambiguous_or_broken_text_is_not_recovered(text: str, problem: str) -> None:
@@ -163,8 +169,18 @@ def test_an_ambiguous_or_broken_text_is_not_recovered(text: str, problem: str) -
         'The result is:\n```json\n{"queues": ["Celery", "RQ"], "name": "report"}\n```',
         '{"name": "Celery", "score": 3}',
         "```python\nprint('hello')\n```",
+        "Then I would call TaskList({}) to see them.",
+        'Nope({"subject": "x"})',
     ],
-    ids=["empty", "prose", "data fence", "data object", "code fence"],
+    ids=[
+        "empty",
+        "prose",
+        "data fence",
+        "data object",
+        "code fence",
+        "a call inside a sentence",
+        "a call of no offered tool",
+    ],
 )
 def test_prose_and_plain_json_are_neither_calls_nor_problems(text: str) -> None:
     assert recover_text_calls(AIMessage(text), TASK_TOOLS) is None
