@@ -83,8 +83,8 @@ class TextCalls:
 
 def read_text_calls(text: str, offered: OfferedTools) -> TextCalls:
     """The tool calls written in `text` for the `offered` tools (see the module docstring)."""
-    if written := _written_call(text, offered):
-        return written
+    if as_function := _written_call(text, offered):
+        return as_function
     segments, rest = _segments(text)
     calls: list[tuple[_Segment, list[tuple[str, dict[str, Any]]]]] = []
     data: list[_Segment] = []
