@@ -225,7 +225,9 @@ async def run_once(design: str, shape: str, latency: float, result_chars: int) -
             else:
                 mode: ReplanMode = "when_needed" if design == "when_needed" else "each_wave"
                 graph = build_plan_execute_graph(checkpointer=saver, max_iterations=MAX_ITERATIONS)
-                context = Context(model=MODEL_ID, base_url=server.base_url, replan=mode)
+                context = Context(
+                    model=MODEL_ID, base_url=server.base_url, replan=mode, max_plan_steps=steps
+                )
                 started = time.perf_counter()
                 result = await graph.ainvoke(
                     {"messages": [("user", objective)]}, config, context=context

@@ -25,6 +25,10 @@ MAX_REPLY_TOKENS = 1_000_000
 MAX_BOUND = 1000
 """Largest accepted `max_iterations` / `executor_max_steps`: the graphs' recursion limits are
 sized from it, so no legal run is ever cut short by LangGraph's own limit."""
+DEFAULT_MAX_PLAN_STEPS = 12
+"""Most steps one plan may list. Sent as the plan schema's `maxItems`, so a server that
+enforces the schema with a grammar (llama-server, Ollama) stops a small model that keeps
+repeating steps there, instead of at the reply's token limit; the replanner plans the rest."""
 DEFAULT_MAX_CONCURRENCY = 8
 MAX_CONCURRENCY = 64
 """Largest accepted `max_concurrency`; the graph's thread pool (sync runs) is sized from it."""
@@ -161,6 +165,14 @@ class Context:
             f"no usable decision. Empty: the graph's default ({DEFAULT_MISTAKE_RETRIES})."
         },
     )
+    max_plan_steps: int = field(
+        default=DEFAULT_MAX_PLAN_STEPS,
+        metadata={
+            "description": "Most steps one plan (the planner's or a replan) may list; a longer "
+            "one is corrected, and the replanner plans the rest later. Sent as the plan "
+            f"schema's maxItems. At most {MAX_BOUND}."
+        },
+    )
     max_concurrency: int = field(
         default=DEFAULT_MAX_CONCURRENCY,
         metadata={
@@ -253,6 +265,7 @@ class Context:
                 check_count(name, value, minimum=minimum)
         if self.mistake_retries is not None:
             check_count("mistake_retries", self.mistake_retries, minimum=0)
+        check_count("max_plan_steps", self.max_plan_steps, minimum=1, maximum=MAX_BOUND)
         if not isinstance(self.recover_text_calls, bool):
             raise ValueError(
                 f"recover_text_calls must be true or false, not {self.recover_text_calls!r}"

@@ -24,11 +24,12 @@ A server may also accept a mode and not enforce it: llama.cpp's server ignores a
 `tool_choice`, Ollama every `tool_choice`, and a small model then answers in prose, often run
 on to the token limit. So when `MISTAKES_BEFORE_FALLBACK` replies in a row within one decision
 carry no decision in the form asked for (no tool call, no JSON object), or one such reply ran on
-to the token limit in prose (it cost the whole reply budget, a minute or more on a small local
-model), the run falls back for the rest of the run, in the same way and with the same record
-(its `reason` is "mistakes", its `status` None): from a tool mode to `json_schema` (a server
-that lets a forced call come back as prose enforces no `tool_choice`, named or not), from
-`json_schema` to `json_object`. The new mode starts the decision afresh, with its own `retries`.
+to the token limit in prose (`ran_on_in_prose`; it cost the whole reply budget, a minute or
+more on a small local model), the run falls back for the rest of the run, in the same way and
+with the same record (its `reason` is "mistakes", its `status` None): from a tool mode to
+`json_schema` (a server that lets a forced call come back as prose enforces no `tool_choice`,
+named or not), from `json_schema` to `json_object`. The new mode starts the decision afresh,
+with its own `retries`.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ MISTAKE_FALLBACKS: dict[DecisionMode, DecisionMode] = {
 STREAM_KEY = "decision_mode"
 """Key of the custom stream event (`stream_mode="custom"`) sent when a run falls back."""
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+_JSON_STARTS = ("{", "[", "```", "<tool_call>")
+"""How a reply's text starts when it holds JSON or a call written as text, not prose."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,14 @@ def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseM
     except ValueError:
         raise ModelMistake("the reply is not a JSON object", sent, form=True) from None
     return read_fields(args, tools, sent)
+
+
+def ran_on_in_prose(reply: AIMessage) -> bool:
+    """Whether `reply` ran on to its token limit in prose: no tool call, and a text that does
+    not start as JSON or a written call (a JSON reply cut off is a model looping inside the
+    form asked for, which the server did enforce)."""
+    calls = reply.tool_calls or reply.invalid_tool_calls
+    return cut_off(reply) and not calls and not reply.text.lstrip().startswith(_JSON_STARTS)
 
 
 RequestKind = Literal["tools", "decide", "json"]
@@ -544,7 +555,7 @@ def decide(
         attempts += 1
         if not mistake.form:
             in_a_row = 0
-        elif cut_off(reply) and not (reply.tool_calls or reply.invalid_tool_calls):  # prose
+        elif ran_on_in_prose(reply):
             in_a_row = MISTAKES_BEFORE_FALLBACK
         else:
             in_a_row += 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -180,6 +181,12 @@ def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
 
 
+def with_max_steps(schema: Mapping[str, Any], most: int) -> dict[str, Any]:
+    """A `plan` arguments' `schema` whose `steps` list holds at most `most` items."""
+    steps = {**schema["properties"]["steps"], "maxItems": most}
+    return {**schema, "properties": {**schema["properties"], "steps": steps}}
+
+
 def adds_work(numbering: Numbering, args: BaseModel) -> bool:
     """Whether a plan sent beside a response is taken over it: when it holds a step not done
     yet. Small models add a guessed answer to the steps still needed (so the plan goes on), or
@@ -224,11 +231,16 @@ class Planner(ModelNode):
         )
         return template.format(respond=respond)
 
-    def plan_decision(self, numbering: Numbering) -> DecisionTool:
-        """The `plan` decision whose steps are checked against `numbering` (and its tools)."""
+    def plan_decision(self, numbering: Numbering, context: Context) -> DecisionTool:
+        """The `plan` decision whose steps are checked against `numbering` (and its tools),
+        listing at most the run's `max_plan_steps` (the schema's `maxItems` too)."""
         base = self.tool_plan_tool if numbering.tools else self.text_plan_tool
+        numbering = replace(numbering, max_steps=context.max_plan_steps)
         return replace(
-            base, context=numbering, beside_another=functools.partial(adds_work, numbering)
+            base,
+            schema=with_max_steps(base.schema or {}, context.max_plan_steps),
+            context=numbering,
+            beside_another=functools.partial(adds_work, numbering),
         )
 
     def planner_system(self, context: Context) -> str:
@@ -252,7 +264,7 @@ class Planner(ModelNode):
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [SystemMessage(self.planner_system(context)), *state["messages"]],
-            [self.plan_decision(numbering)],
+            [self.plan_decision(numbering, context)],
             node="planner",
             prompts=self.prompts,
             retries=self.bounds.for_run(context).mistake_retries,
@@ -306,7 +318,7 @@ class Planner(ModelNode):
                 SystemMessage(self.replanner_system(bool(tools), context.answer)),
                 HumanMessage(self.prompts.replanner_task.format(next=numbering.first, **briefing)),
             ],
-            [self.plan_decision(numbering), self.respond_tools[context.answer]],
+            [self.plan_decision(numbering, context), self.respond_tools[context.answer]],
             node="replanner",
             prompts=self.prompts,
             retries=bounds.mistake_retries,

@@ -57,7 +57,8 @@ class Numbering:
     """How the items of a plan are numbered (the first item is `first`, new steps get ids from
     `ids_from`), the `done` step numbers and the steps still planned (`kept`) it may name, and
     the tools its tool steps may call (None: tool steps are taken unchecked); `done_texts`,
-    what the done steps say (`step_key`)."""
+    what the done steps say (`step_key`); `max_steps`, the most items a plan may list (None:
+    any number)."""
 
     first: int = 1
     ids_from: int = 1
@@ -65,6 +66,7 @@ class Numbering:
     kept: tuple[PlannedStep, ...] = ()
     tools: OwnTools | None = field(default=NO_TOOLS, compare=False)
     done_texts: frozenset[str] = frozenset()
+    max_steps: int | None = None
 
     @classmethod
     def first_plan(cls, done: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS) -> Numbering:
@@ -121,6 +123,12 @@ class Numbering:
         """What is wrong with `items` as a plan, in words (empty when nothing is)."""
         names, found = self._names(items), []
         last = self.first + len(items) - 1
+        if self.max_steps is not None and len(items) > self.max_steps:
+            found.append(
+                f"the plan lists {len(items)} steps, more than {self.max_steps}: list only the "
+                f"next {self.max_steps} (the rest can be planned once they are done), and no "
+                "step twice"
+            )
         for index, item in enumerate(items):
             number = self.first + index
             if not item.text:

@@ -170,6 +170,12 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help=f"most model calls per step (default: {DEFAULT_EXECUTOR_MAX_STEPS})",
     )
     group.add_argument(
+        "--max-plan-steps",
+        type=_count(1, MAX_BOUND),
+        metavar="N",
+        help=f"most steps one plan may list (default: {_field_default('max_plan_steps')})",
+    )
+    group.add_argument(
         "--max-concurrency",
         type=_count(1, MAX_CONCURRENCY),
         metavar=f"1..{MAX_CONCURRENCY}",

@@ -5,6 +5,7 @@ steered to a computing tool, and default settings that work on every local serve
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -317,6 +318,54 @@ def test_decisions_that_keep_coming_back_as_prose_fall_back_to_a_json_reply(
     # one reply of prose run on to the token limit is enough; never asked that way again
     assert asked == [None, *["json_schema"] * (len(decisions) - 1)]
     assert state["corrected_mistakes"] == 1
+
+
+def test_a_json_reply_cut_off_is_one_mistake_not_a_fallback(server: ScriptedOpenAIServer) -> None:
+    """A small model looping inside the JSON the server enforces is corrected in its mode."""
+    looping = '{"steps": ["Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "St'
+    cut = dataclasses.replace(said(looping), finish_reason="length")
+
+    def respond(request: dict[str, Any]) -> Reply:
+        first = script.classify(request).role == "planner" and len(server.requests) == 1
+        return cut if first else script.respond(request)
+
+    server.responder = respond
+    result = run(
+        build_plan_execute_graph(), OBJECTIVE, context=_context(server, decision_mode="json_schema")
+    )
+
+    assert result["response"].startswith("All ") and not result.get("stop_reason")
+    asked = [r.get("response_format", {}).get("type") for r in server.requests]
+    assert "json_object" not in asked  # no fallback: the schema was enforced, the model looped
+    assert "cut off at the limit" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_plans_are_bounded_in_the_schema_and_a_longer_one_is_corrected(
+    server: ScriptedOpenAIServer,
+) -> None:
+    first_two = [script.step_text(i, 3, "compare task queues in 3") for i in (1, 2)]
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if script.classify(request).role == "planner" and len(server.requests) == 2:
+            return said(json.dumps({"steps": first_two}))  # corrected: the next two only
+        return script.respond(request)
+
+    server.responder = respond
+    result = run(
+        build_plan_execute_graph(),
+        "Compare task queues in 3 steps",
+        context=_context(server, decision_mode="json_schema", max_plan_steps=2),
+    )
+
+    first, second = server.requests[:2]
+    steps = first["response_format"]["json_schema"]["schema"]["properties"]["steps"]
+    assert steps["maxItems"] == 2
+    assert "the plan lists 3 steps, more than 2" in second["messages"][-1]["content"]
+    assert result["response"].startswith("All 3 steps")  # the replanner planned the third
+    assert [done["step"] for done in result["executed_steps"]] == [
+        *first_two,
+        script.step_text(3, 3, "compare task queues in 3"),
+    ]
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
