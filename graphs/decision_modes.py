@@ -58,6 +58,7 @@ from replan.graphs.prompts import Prompts
 from replan.graphs.schema import (
     DecisionFallback,
     DecisionModeRecord,
+    FallbackReason,
     PlanExecuteState,
     effective_mode,
     fallbacks_of,
@@ -426,9 +427,10 @@ class DecisionModes:
         self.record = {"mode": to, "fallbacks": fallbacks}
         self.changed = True
 
-    def give_up(self, request: Request) -> bool:
-        """Leave the mode asked in now for the model's mistakes in it (its replies to `request`
-        carried no decision), for its `MISTAKE_FALLBACKS` mode (skipping modes the server
+    def give_up(self, request: Request, reason: FallbackReason = "mistakes") -> bool:
+        """Leave the mode asked in now for the model's mistakes in it (`reason` "mistakes":
+        its replies to `request` carried no decision; "unenforced": the server let a forced
+        call come back as text), for its `MISTAKE_FALLBACKS` mode (skipping modes the server
         refused before); record and announce it. False when there is no mode to go to."""
         left = self.mode
         to = MISTAKE_FALLBACKS.get(left)
@@ -439,7 +441,7 @@ class DecisionModes:
             "asked": request.asked,
             "status": None,
             "fallback": to,
-            "reason": "mistakes",
+            "reason": reason,
         }
         fallbacks = [*fallbacks_of(self.record), fallback]
         self.record = {"mode": left, "fallbacks": fallbacks}
@@ -545,12 +547,16 @@ def decide(
         request, reply = yield from _ask(model, conversation, tools, prompts, modes)
         recovered += recovered_calls(reply)
         try:
-            return Decision(request.read(reply), recovered, mistakes)
+            decision = Decision(request.read(reply), recovered, mistakes)
         except ModelMistake as exc:
             mistake = exc
             if cut_off(reply):
                 problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
                 mistake = ModelMistake(problem, _reply_preview(reply), form=True)
+        else:
+            if recovered_calls(reply) and request.kind != "json":
+                modes.give_up(request, "unenforced")  # the next decisions ask for JSON
+            return decision
         mistakes += 1
         attempts += 1
         if not mistake.form:

@@ -80,9 +80,10 @@ it had been carried out twice (`repeated_step`), or its plan rejected at review 
 carried out); "" when it met it."""
 
 
-FallbackReason = Literal["refused", "mistakes"]
-"""Why a run left a way of asking for decisions: the server refused it (an HTTP error), or the
-model's replies to it kept carrying no decision (`replan.graphs.decision_modes`)."""
+FallbackReason = Literal["refused", "mistakes", "unenforced"]
+"""Why a run left a way of asking for decisions: the server refused it (an HTTP error), the
+model's replies to it kept carrying no decision, or the server let a forced call come back as
+text, which it then does not enforce (`replan.graphs.decision_modes`)."""
 
 
 class DecisionFallback(TypedDict):

@@ -98,3 +98,22 @@ def test_answers_in_the_decision_are_a_run_setting(
     with pytest.raises(SystemExit) as refused:
         invoke(capsys, "run", "Ship it", "--answer", "json")
     assert refused.value.code == ExitCode.USAGE
+
+
+def test_a_forced_call_sent_back_as_text_moves_the_decisions_to_json(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llama-server: the planner's forced call comes back as text; the replanner is asked for
+    JSON at once instead of a forced call it would answer in prose."""
+    server.quirks = LLAMA_CPP
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+
+    assert done.code == ExitCode.OK, done.err
+    assert (
+        "the model server sent back as text a call it was forced to make (a named tool_choice "
+        "('plan')); asking for decisions as json_schema from now on"
+    ) in done.err.splitlines()
+    replanner = [r for r in server.requests if script.classify(r).role == "replanner"]
+    assert replanner and all("tools" not in r for r in replanner)
+    shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
+    assert shown["settings"]["decision_mode"] == "json_schema"

@@ -147,5 +147,5 @@ def test_recovered_calls_and_mistakes_are_counted_apart() -> None:
     ) as server:
         result, values = _counted(server, "Ship it in 1 steps")
     assert [s["status"] for s in result["executed_steps"]] == ["done"]
-    assert values["recovered_calls"] == 2  # the planner's `plan`, the replanner's `respond`
+    assert values["recovered_calls"] == 1  # the planner's `plan` (then decisions come as JSON)
     assert values["corrected_mistakes"] == 1  # the broken call, written as text as unreadable

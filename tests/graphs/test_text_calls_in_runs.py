@@ -91,8 +91,10 @@ def test_calls_written_as_text_plan_run_the_task_tools_and_are_counted(
     assert [(t.subject, t.status) for t in values["tasks_context"].sorted_tasks()] == [
         ("Write it", "pending")
     ]
-    # planner 1 + step 1's two calls + replanner `plan` 1 + replanner `respond` 1
-    assert values["recovered_calls"] == 5
+    # planner 1 + step 1's two calls; the server does not enforce a forced call, so the
+    # replanner's decisions are then asked for as JSON (no call to recover)
+    assert values["recovered_calls"] == 3
+    assert values["decision_mode"]["mode"] == "json_schema"
     assert "recovered_calls" not in result  # in the state, not in the output
 
 
@@ -132,7 +134,8 @@ def test_counts_and_tasks_of_parallel_steps_are_merged(shape: CallsAsText) -> No
     values = graph.get_state(config).values
     subjects = sorted(t.subject for t in values["tasks_context"].sorted_tasks())
     assert subjects == ["Task of step 1", "Task of step 2"]
-    assert values["recovered_calls"] == 4  # planner, one call per step, replanner `respond`
+    # planner, one call per step; the replanner is asked for JSON (no call to recover)
+    assert values["recovered_calls"] == 3
 
 
 def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer) -> None:
@@ -149,12 +152,8 @@ def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer
         for _, chunk in events
         if chunk.get("kind") == TEXT_CALLS_EVENT
     ]
-    assert recovered == [
-        ("planner", 1, ["plan"]),
-        ("executor", 2, ["TaskCreate", "TaskList"]),
-        ("replanner", 1, ["plan"]),
-        ("replanner", 1, ["respond"]),
-    ]
+    # after the planner's, decisions are asked for as JSON: the server sent a forced call as text
+    assert recovered == [("planner", 1, ["plan"]), ("executor", 2, ["TaskCreate", "TaskList"])]
 
 
 @pytest.mark.parametrize("shape", ["fenced"])
