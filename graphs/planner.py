@@ -187,11 +187,12 @@ def with_max_steps(schema: Mapping[str, Any], most: int) -> dict[str, Any]:
     return {**schema, "properties": {**schema["properties"], "steps": steps}}
 
 
-def adds_work(numbering: Numbering, args: BaseModel) -> bool:
-    """Whether a plan sent beside a response is taken over it: when it holds a step not done
-    yet. Small models add a guessed answer to the steps still needed (so the plan goes on), or
-    re-list done steps beside a right answer (so the answer stands)."""
-    return isinstance(args, PlanArgs) and numbering.adds_work(args.items())
+def adds_call(numbering: Numbering, args: BaseModel) -> bool:
+    """Whether a plan sent beside a response is taken over it: when it holds a tool step not
+    done yet, whose result the response cannot have seen. Small models add a guessed answer
+    to the calls still needed (so the plan goes on), and re-list done steps or restate the
+    work in text steps beside a right answer (so the answer stands)."""
+    return isinstance(args, PlanArgs) and numbering.adds_call(args.items())
 
 
 def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionTool:
@@ -240,7 +241,7 @@ class Planner(ModelNode):
             base,
             schema=with_max_steps(base.schema or {}, context.max_plan_steps),
             context=numbering,
-            beside_another=functools.partial(adds_work, numbering),
+            beside_another=functools.partial(adds_call, numbering),
         )
 
     def planner_system(self, context: Context) -> str:

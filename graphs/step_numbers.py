@@ -86,9 +86,11 @@ class Numbering:
             done_texts=texts,
         )  # fmt: skip
 
-    def adds_work(self, items: Sequence[Item]) -> bool:
-        """Whether `items` hold a step not done yet (by its text)."""
-        return any(step_key(item.text) not in self.done_texts for item in items)
+    def adds_call(self, items: Sequence[Item]) -> bool:
+        """Whether `items` hold a tool step not done yet (by its text)."""
+        return any(
+            item.tool is not None and step_key(item.text) not in self.done_texts for item in items
+        )
 
     def _matches(self, items: Sequence[Item]) -> list[PlannedStep | None]:
         """For each item, the step still planned it re-lists (same text), if any."""

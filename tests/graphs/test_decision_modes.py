@@ -9,6 +9,7 @@ from typing import Any
 
 import openai
 import pytest
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode
@@ -385,36 +386,43 @@ def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
         )
 
 
-@pytest.mark.parametrize(
-    ("steps", "taken"),
-    [
-        (["Check the sum again"], "plan"),  # a step still to do: the guess beside it is dropped
-        ([script.step_text(1, 1, "sum up in 1 steps")], "response"),  # done already: the answer
-    ],
-)
-def test_a_plan_beside_a_response_is_taken_only_when_it_adds_a_step(
-    server: ScriptedOpenAIServer, steps: list[str], taken: str
+def test_a_plan_beside_a_response_is_taken_only_when_it_adds_a_call(
+    server: ScriptedOpenAIServer,
 ) -> None:
-    both = {"steps": steps, "response": "A guess: 41"}
+    """A new tool step beside a response: the response is a guess, the plan goes on. Done
+    steps or text steps beside a response: the response stands."""
+    looked_up: list[str] = []
+
+    @tool
+    def lookup(item: str) -> str:
+        """The price of an item."""
+        looked_up.append(item)
+        return f"{item}: 4.20"
+
+    call = {"tool": "lookup", "args": {"item": "A"}}
+    replies = iter(
+        [
+            {"steps": [call], "response": "A guess: 41"},  # a call not made yet: the plan
+            {"steps": [call, "Add it up"], "response": "A costs 4.20"},  # nothing new: the answer
+        ]
+    )
 
     def respond(request: dict[str, Any]) -> Reply:
-        replanner = [r for r in server.requests if script.classify(r).role == "replanner"]
-        if replanner and replanner[0] is request:
-            return text(json.dumps(both))
+        if script.classify(request).role == "replanner":
+            return text(json.dumps(next(replies)))
         return script.respond(request)
 
     server.responder = respond
     result = run(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(tools=[lookup]),
         "Sum up in 1 steps",
         context=_context(server, decision_mode="json_schema"),
     )
 
-    executed = [step["step"] for step in result["executed_steps"]]
-    if taken == "plan":
-        assert executed == [script.step_text(1, 1, "sum up in 1 steps"), "Check the sum again"]
-        assert result["response"].startswith("All 1 steps")
-    else:
-        assert executed == [script.step_text(1, 1, "sum up in 1 steps")]
-        assert result["response"] == "A guess: 41"
+    assert looked_up == ["A"]
+    assert [step["step"] for step in result["executed_steps"]] == [
+        script.step_text(1, 1, "sum up in 1 steps"),
+        'lookup(item="A")',
+    ]
+    assert result["response"] == "A costs 4.20"
     assert result.get("corrected_mistakes", 0) == 0
