@@ -24,12 +24,12 @@ A server may also accept a mode and not enforce it: llama.cpp's server ignores a
 `tool_choice`, Ollama every `tool_choice`, and a small model then answers in prose, often run
 on to the token limit. So when `MISTAKES_BEFORE_FALLBACK` replies in a row within one decision
 carry no decision in the form asked for (no tool call, no JSON object), or one such reply ran on
-to the token limit in prose (`ran_on_in_prose`; it cost the whole reply budget, a minute or
-more on a small local model), the run falls back for the rest of the run, in the same way and
-with the same record (its `reason` is "mistakes", its `status` None): from a tool mode to
-`json_schema` (a server that lets a forced call come back as prose enforces no `tool_choice`,
-named or not), from `json_schema` to `json_object`. The new mode starts the decision afresh,
-with its own `retries`.
+to the token limit outside the form (`ran_on_outside_the_form`; it cost the whole reply
+budget, a minute or more on a small local model), the run falls back for the rest of the run,
+in the same way and with the same record (its `reason` is "mistakes", its `status` None):
+from a tool mode to `json_schema` (a server that lets a forced call come back as prose
+enforces no `tool_choice`, named or not), from `json_schema` to `json_object`. The new mode
+starts the decision afresh, with its own `retries`.
 """
 
 from __future__ import annotations
@@ -249,12 +249,17 @@ def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseM
     return read_fields(args, tools, sent)
 
 
-def ran_on_in_prose(reply: AIMessage) -> bool:
-    """Whether `reply` ran on to its token limit in prose: no tool call, and a text that does
-    not start as JSON or a written call (a JSON reply cut off is a model looping inside the
-    form asked for, which the server did enforce)."""
-    calls = reply.tool_calls or reply.invalid_tool_calls
-    return cut_off(reply) and not calls and not reply.text.lstrip().startswith(_JSON_STARTS)
+RequestKind = Literal["tools", "decide", "json"]
+
+
+def ran_on_outside_the_form(reply: AIMessage, kind: RequestKind) -> bool:
+    """Whether `reply` ran on to its token limit outside the form asked for: with no tool call
+    when one was forced (prose, or a call written as text: the server did not enforce it), or
+    in prose when JSON was asked for. A JSON reply cut off in a JSON mode is the model looping
+    inside a form the server did enforce."""
+    if not cut_off(reply) or reply.tool_calls or reply.invalid_tool_calls:
+        return False
+    return kind != "json" or not reply.text.lstrip().startswith(_JSON_STARTS)
 
 
 RequestKind = Literal["tools", "decide", "json"]
@@ -561,7 +566,7 @@ def decide(
         attempts += 1
         if not mistake.form:
             in_a_row = 0
-        elif ran_on_in_prose(reply):
+        elif ran_on_outside_the_form(reply, request.kind):
             in_a_row = MISTAKES_BEFORE_FALLBACK
         else:
             in_a_row += 1
