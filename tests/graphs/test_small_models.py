@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from replan.graphs.context import Context
+from replan.graphs.context import Context, DecisionMode
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.testing import (
@@ -320,24 +320,39 @@ def test_decisions_that_keep_coming_back_as_prose_fall_back_to_a_json_reply(
     assert state["corrected_mistakes"] == 1
 
 
-def test_a_json_reply_cut_off_is_one_mistake_not_a_fallback(server: ScriptedOpenAIServer) -> None:
-    """A small model looping inside the JSON the server enforces is corrected in its mode."""
-    looping = '{"steps": ["Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "St'
-    cut = dataclasses.replace(said(looping), finish_reason="length")
+LOOPING = '{"steps": ["Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "Step 1 of 2", "St'
+"""A plan whose list a small model keeps repeating, cut off at the token limit."""
+
+
+@pytest.mark.parametrize(
+    ("decision", "second"),
+    [
+        # the schema was enforced and the model looped inside it: one mistake, same mode
+        ("json_schema", "json_schema"),
+        # a forced call came back as text: the server enforced nothing, so the mode is left
+        ("tool_required", "json_schema"),
+    ],
+)
+def test_a_json_reply_cut_off_is_a_mistake_in_a_json_mode_and_a_fallback_in_a_tool_mode(
+    server: ScriptedOpenAIServer, decision: DecisionMode, second: str
+) -> None:
+    cut = dataclasses.replace(said("```json\n" + LOOPING), finish_reason="length")
 
     def respond(request: dict[str, Any]) -> Reply:
         first = script.classify(request).role == "planner" and len(server.requests) == 1
         return cut if first else script.respond(request)
 
     server.responder = respond
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
     result = run(
-        build_plan_execute_graph(), OBJECTIVE, context=_context(server, decision_mode="json_schema")
+        graph, OBJECTIVE, config=_config(), context=_context(server, decision_mode=decision)
     )
 
     assert result["response"].startswith("All ") and not result.get("stop_reason")
     asked = [r.get("response_format", {}).get("type") for r in server.requests]
-    assert "json_object" not in asked  # no fallback: the schema was enforced, the model looped
-    assert "cut off at the limit" in server.requests[1]["messages"][-1]["content"]
+    assert asked[1] == second and "json_object" not in asked
+    record = graph.get_state(_config()).values.get("decision_mode")
+    assert (record is None) == (decision == "json_schema")
 
 
 def test_plans_are_bounded_in_the_schema_and_a_longer_one_is_corrected(
