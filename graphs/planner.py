@@ -221,16 +221,19 @@ class Planner(ModelNode):
         """The `respond` decision for each way of writing the answer, in this graph's prompts."""
         return {answer: respond_tool(self.prompts, answer) for answer in ANSWER_MODES}
 
-    def replanner_system(self, tool_steps: bool, answer: AnswerMode) -> str:
-        """The replanner's system prompt: the lean one with tool steps, else the full one, each
-        asking for the answer in the `respond` decision or for a note only (`answer`)."""
-        template = self.prompts.replanner_tool_steps if tool_steps else self.prompts.replanner
+    def replanner_system(self, context: Context) -> str:
+        """The replanner's system prompt: with tool steps, the lean one (sending arithmetic to
+        the run's computing tool, if any), else the full one; each asking for the answer in
+        the `respond` decision or for a note only (`context.answer`)."""
         respond = (
             self.prompts.respond_with_answer
-            if answer == "decision"
+            if context.answer == "decision"
             else self.prompts.respond_then_answer
         )
-        return template.format(respond=respond)
+        if not self.tool_steps(context):
+            return self.prompts.replanner.format(respond=respond)
+        computing = self.offers[chosen(context)].computing_note(self.prompts.replanner_computing)
+        return self.prompts.replanner_tool_steps.format(respond=respond, computing=computing)
 
     def plan_decision(self, numbering: Numbering, context: Context) -> DecisionTool:
         """The `plan` decision whose steps are checked against `numbering` (and its tools),
@@ -316,7 +319,7 @@ class Planner(ModelNode):
         decision = yield from decide(
             resolve_model(self.model, context, context.decision_max_tokens),
             [
-                SystemMessage(self.replanner_system(bool(tools), context.answer)),
+                SystemMessage(self.replanner_system(context)),
                 HumanMessage(self.prompts.replanner_task.format(next=numbering.first, **briefing)),
             ],
             [self.plan_decision(numbering, context), self.respond_tools[context.answer]],

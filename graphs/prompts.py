@@ -149,8 +149,13 @@ step gives the answer. Tools:
 
 REPLANNER_TOOL_STEPS = """If the results below meet the objective, call {respond}. Else call \
 `plan` with only the steps still to do, as in a plan: tool steps (with \
-figures from the results, or "$N") and text steps. A failed step fails again unless changed."""
+figures from the results, or "$N") and text steps. A failed step fails again unless \
+changed.{computing}"""
 """The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
+
+REPLANNER_COMPUTING = """ Work out no figure yourself: a sum, a difference, a product or which \
+figure is largest is a tool step of {tools} on the results ("$N"), planned before you respond."""
+"""What `REPLANNER_TOOL_STEPS` says in `{computing}` when the run has a computing tool."""
 
 REPEATED_STEPS = """
 
@@ -260,7 +265,8 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
         {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
     ),
     "planner_tool_steps": frozenset({"tools", "computing", "example"}),
-    "replanner_tool_steps": frozenset({"respond"}),
+    "replanner_tool_steps": frozenset({"respond", "computing"}),
+    "replanner_computing": frozenset({"tools"}),
     "plan_steps_tools": frozenset(),
     "repeated_steps": frozenset({"steps"}),
     "correction": frozenset({"problem", "sent", "expected"}),
@@ -308,6 +314,7 @@ class Prompts:
     replanner_task: str = REPLANNER_TASK
     planner_tool_steps: str = PLANNER_TOOL_STEPS
     replanner_tool_steps: str = REPLANNER_TOOL_STEPS
+    replanner_computing: str = REPLANNER_COMPUTING
     plan_steps_tools: str = PLAN_STEPS_TOOLS
     repeated_steps: str = REPEATED_STEPS
     correction: str = CORRECTION

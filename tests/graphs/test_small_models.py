@@ -201,16 +201,21 @@ def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
     )
     run(build_plan_execute_graph(without, [warehouse_stock]), "Add")
 
-    def systems(model: FakeChatModel) -> tuple[str, str]:
-        planner = model.requests_of("planner")[0].messages[0].text
-        return planner, model.requests_of("executor")[0].messages[0].text
+    def systems(model: FakeChatModel) -> tuple[str, ...]:
+        return tuple(
+            model.requests_of(node)[0].messages[0].text
+            for node in ("planner", "executor", "replanner")
+        )
 
-    planner, executor = systems(with_calculator)
+    planner, executor, replanner = systems(with_calculator)
     assert "a step of its own that uses `calculator`" in planner
     assert "comparison of figures with `calculator`, never in your head" in executor
+    assert 'which figure is largest is a tool step of `calculator` on the results ("$N")' in (
+        replanner
+    )
     for prompt in systems(without):
         assert "calculator" not in prompt and "in your head" not in prompt
-        assert "a step of its own" not in prompt
+        assert "a step of its own" not in prompt and "Work out no figure" not in prompt
 
 
 # --- answers in plain text -----------------------------------------------------------------
