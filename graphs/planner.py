@@ -37,7 +37,7 @@ from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Steps
 from replan.graphs.plan_rules import repeated_step, require_objective, runnable_steps, steps_left
 from replan.graphs.prompts import Prompts
-from replan.graphs.schema import PlanExecuteState, PlannedStep
+from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlannedStep
 from replan.graphs.step_numbers import Item, Numbering
 from replan.graphs.task_merge import read_shared_tasks
 from replan.graphs.tool_offers import chosen
@@ -302,12 +302,14 @@ class Planner(ModelNode):
         the new plan's next wave repeats a step already carried out twice (no progress), end
         with a plain report. With `replan="when_needed"` the model is asked only when no planned
         step is left, a step of the wave came back unfinished or failed, or this is the last
-        round; otherwise the plan goes on without the wave's steps."""
+        round; otherwise the plan goes on without the wave's steps. After a wave of tool steps
+        only, it goes on the same way whatever `replan` says: the plan was made for their
+        results (as LLMCompiler runs its graph of calls with no model in between)."""
         context = runtime.context or Context()
         bounds = self.bounds.for_run(context)
         rounds = state.get("iterations", 0) + 1
         left = steps_left(state)
-        if context.replan == "when_needed" and not (
+        if (context.replan == "when_needed" or tool_wave(state)) and not (
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
@@ -346,11 +348,18 @@ class Planner(ModelNode):
         return {**update, "response": report, "stop_reason": "max_iterations"}
 
 
-def wave_fell_short(state: PlanExecuteState) -> bool:
-    """Whether a step of the last wave (the executed steps still in `plan`) came back
-    unfinished or failed."""
+def last_wave(state: PlanExecuteState) -> list[ExecutedStep]:
+    """The steps of the last wave: the executed steps still in `plan`."""
     planned = {step["id"] for step in state.get("plan", [])}
-    return any(
-        done.get("id") in planned and done.get("status", "done") != "done"
-        for done in state.get("executed_steps", [])
-    )
+    return [done for done in state.get("executed_steps", []) if done.get("id") in planned]
+
+
+def wave_fell_short(state: PlanExecuteState) -> bool:
+    """Whether a step of the last wave came back unfinished or failed."""
+    return any(done.get("status", "done") != "done" for done in last_wave(state))
+
+
+def tool_wave(state: PlanExecuteState) -> bool:
+    """Whether the last wave held only tool steps (no model call, no judgement to revisit)."""
+    wave = last_wave(state)
+    return bool(wave) and all("tool" in done for done in wave)

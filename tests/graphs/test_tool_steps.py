@@ -384,16 +384,17 @@ def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: 
 @both_modes
 def test_numbers_are_kept_across_a_replan(mode: Mode) -> None:
     kit = Kit()
+    note = {"step": "Note the date", "depends_on": []}  # a text step: the replanner is asked
     model = FakeChatModel(
-        planner=[plan_call(price_step("A"), "Summarise the price")],
-        executor=[report, report],
+        planner=[plan_call(price_step("A"), note, "Summarise the price")],
+        executor=[report, report, report],
         replanner=[
             plan_call(
-                "Summarise the price",  # re-listed: keeps number 2
-                {"tool": "double", "args": {"value": "$1"}},  # 4: a done step's result
-                {"step": "Report both", "depends_on": [2, 4]},  # 5
+                "Summarise the price",  # re-listed: keeps number 3
+                {"tool": "double", "args": {"value": "$1"}},  # 5: a done step's result
+                {"step": "Report both", "depends_on": [3, 5]},  # 6
             ),
-            plan_call({"step": "Report both", "depends_on": [2, 4]}),  # re-listed: still 5
+            plan_call({"step": "Report both", "depends_on": [3, 5]}),  # re-listed: still 6
             respond("ok"),
         ],
     )
@@ -402,19 +403,40 @@ def test_numbers_are_kept_across_a_replan(mode: Mode) -> None:
 
     first_replan, second_replan, _ = (r.prompt for r in model.requests_of("replanner"))
     assert '1. price(item="A") → 4.20' in first_replan
-    assert "2. Summarise the price" in first_replan
-    assert "numbered from 3" in first_replan
-    assert "4. double(value=4.2) → 8.4" in second_replan
-    assert "5. Report both [after: 2, 4]" in second_replan
-    assert "numbered from 6" in second_replan
+    assert "3. Summarise the price" in first_replan
+    assert "numbered from 4" in first_replan
+    assert "5. double(value=4.2) → 8.4" in second_replan
+    assert "6. Report both [after: 3, 5]" in second_replan
+    assert "numbered from 7" in second_replan
     assert [(d["id"], d["step"]) for d in result["executed_steps"]] == [
         (1, 'price(item="A")'),
-        (2, "Summarise the price"),
-        (4, "double(value=4.2)"),
-        (5, "Report both"),
+        (2, "Note the date"),
+        (3, "Summarise the price"),
+        (5, "double(value=4.2)"),
+        (6, "Report both"),
     ]
     summary = next(r for r in model.requests_of("executor") if "Report both" in r.prompt).prompt
     assert "report on Summarise the price" in summary and "8.4" in summary
+
+
+@both_modes
+def test_a_wave_of_tool_steps_goes_on_without_asking_the_replanner(mode: Mode) -> None:
+    """The plan was made for the calls' results: the model is asked once they are all done."""
+    kit = Kit()
+    model = FakeChatModel(
+        planner=[
+            plan_call(
+                price_step("A"),
+                {"tool": "double", "args": {"value": "$1"}},
+                {"tool": "note", "args": {"text": "twice A is $2"}},
+            )
+        ],
+        replanner=[respond("8.4")],
+    )
+    result = run(build_plan_execute_graph(model, kit.tools), "Double A", mode)  # each_wave
+
+    assert [name for name, _ in kit.calls] == ["price", "double", "note"]  # three waves
+    assert len(model.requests_of("replanner")) == 1 and result["response"] == "8.4"
 
 
 # --- the plan schema in every decision mode; tool_steps="off" -----------------------------
