@@ -143,7 +143,8 @@ A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step
 Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent that sees only \
 it, the objective and the results it depends on.
 A step waits for the earlier steps it names (a plain string: for the step before it); the last \
-step gives the answer. Tools:
+step gives the answer. Never guess what a tool has yet to tell (such as the items of a list): \
+end the plan with that tool step, and the rest is planned once its result is known. Tools:
 {tools}{computing}"""
 """The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
 
@@ -153,8 +154,9 @@ figures from the results, or "$N") and text steps. A failed step fails again unl
 changed.{computing}"""
 """The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
 
-REPLANNER_COMPUTING = """ Work out no figure yourself: a sum, a difference, a product or which \
-figure is largest is a tool step of {tools} on the results ("$N"), planned before you respond."""
+REPLANNER_COMPUTING = """ Work out no figure yourself: while a sum, a difference, a product or \
+which figure is largest is still needed, plan it as a tool step of {tools} on the results \
+("$N"); once a result holds it, respond with that figure."""
 """What `REPLANNER_TOOL_STEPS` says in `{computing}` when the run has a computing tool."""
 
 REPEATED_STEPS = """

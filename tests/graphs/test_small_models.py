@@ -210,7 +210,7 @@ def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
     planner, executor, replanner = systems(with_calculator)
     assert "a step of its own that uses `calculator`" in planner
     assert "comparison of figures with `calculator`, never in your head" in executor
-    assert 'which figure is largest is a tool step of `calculator` on the results ("$N")' in (
+    assert "which figure is largest is still needed, plan it as a tool step of `calculator`" in (
         replanner
     )
     for prompt in systems(without):
