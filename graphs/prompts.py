@@ -143,8 +143,7 @@ A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; "$N" in args is step
 Any other step is a text (or {{"step": "...", "depends_on": [N]}}) for an agent that sees only \
 it, the objective and the results it depends on.
 A step waits for the earlier steps it names (a plain string: for the step before it); the last \
-step gives the answer. Never guess what a tool has yet to tell (such as the items of a list): \
-end the plan with that tool step, and the rest is planned once its result is known. Tools:
+step gives the answer. Tools:
 {tools}{computing}"""
 """The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
 
