@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from replan.graphs.context import DECISION_MODES, Context, DecisionMode
+from replan.graphs.context import DECISION_MODES, Context, DecisionMode, ReplanMode
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.planner import plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
@@ -165,7 +165,10 @@ def test_plan_texts_written_as_calls_run_as_tool_steps(mode: Mode) -> None:
 
 
 @both_modes
-def test_a_chain_of_references_passes_numbers_and_text(mode: Mode) -> None:
+@pytest.mark.parametrize("replan", ["each_wave", "when_needed"])
+def test_a_chain_of_references_passes_numbers_and_text(mode: Mode, replan: ReplanMode) -> None:
+    """Three waves of tool steps; the model is asked once, at the end, in either replan mode
+    (the plan was made for the calls' results)."""
     kit = Kit()
     model = FakeChatModel(
         planner=[
@@ -177,7 +180,8 @@ def test_a_chain_of_references_passes_numbers_and_text(mode: Mode) -> None:
         ],
         replanner=[respond("done")] * 3,
     )
-    result = run(build_plan_execute_graph(model, kit.tools), "Chain", mode, context=WHEN_NEEDED)
+    graph = build_plan_execute_graph(model, kit.tools)
+    result = run(graph, "Chain", mode, context=Context(replan=replan))
 
     assert kit.calls == [
         ("price", "A"),
@@ -417,26 +421,6 @@ def test_numbers_are_kept_across_a_replan(mode: Mode) -> None:
     ]
     summary = next(r for r in model.requests_of("executor") if "Report both" in r.prompt).prompt
     assert "report on Summarise the price" in summary and "8.4" in summary
-
-
-@both_modes
-def test_a_wave_of_tool_steps_goes_on_without_asking_the_replanner(mode: Mode) -> None:
-    """The plan was made for the calls' results: the model is asked once they are all done."""
-    kit = Kit()
-    model = FakeChatModel(
-        planner=[
-            plan_call(
-                price_step("A"),
-                {"tool": "double", "args": {"value": "$1"}},
-                {"tool": "note", "args": {"text": "twice A is $2"}},
-            )
-        ],
-        replanner=[respond("8.4")],
-    )
-    result = run(build_plan_execute_graph(model, kit.tools), "Double A", mode)  # each_wave
-
-    assert [name for name, _ in kit.calls] == ["price", "double", "note"]  # three waves
-    assert len(model.requests_of("replanner")) == 1 and result["response"] == "8.4"
 
 
 # --- the plan schema in every decision mode; tool_steps="off" -----------------------------
