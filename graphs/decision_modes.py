@@ -250,6 +250,7 @@ def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseM
 
 
 RequestKind = Literal["tools", "decide", "json"]
+"""The decision tools themselves, the one `decide` tool, or a JSON object as the reply."""
 
 
 def ran_on_outside_the_form(reply: AIMessage, kind: RequestKind) -> bool:
@@ -260,10 +261,6 @@ def ran_on_outside_the_form(reply: AIMessage, kind: RequestKind) -> bool:
     if not cut_off(reply) or reply.tool_calls or reply.invalid_tool_calls:
         return False
     return kind != "json" or not reply.text.lstrip().startswith(_JSON_STARTS)
-
-
-RequestKind = Literal["tools", "decide", "json"]
-"""The decision tools themselves, the one `decide` tool, or a JSON object as the reply."""
 
 
 @dataclass(frozen=True)
