@@ -81,10 +81,7 @@ class Numbering:
         start = next_number(done, left)
         done_ids = frozenset(step["id"] for step in done if "id" in step)
         texts = frozenset(step_key(step["step"]) for step in done)
-        return cls(
-            first=start, ids_from=start, done=done_ids, kept=tuple(left), tools=tools,
-            done_texts=texts,
-        )  # fmt: skip
+        return cls(start, start, done_ids, tuple(left), tools, done_texts=texts)
 
     def adds_call(self, items: Sequence[Item]) -> bool:
         """Whether `items` hold a tool step not done yet (by its text)."""
