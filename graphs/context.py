@@ -51,6 +51,9 @@ DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_objec
 DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
 """How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
 order a run falls back through them when the model server refuses one."""
+JSON_MODES: tuple[DecisionMode, ...] = ("json_schema", "json_object")
+"""The decision modes that ask for a JSON object as the reply (`response_format`), not a tool
+call."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:

@@ -51,7 +51,7 @@ from langgraph.config import get_stream_writer
 from pydantic import BaseModel, ValidationError
 
 from replan.graphs.chat_model import ask_model, cut_off
-from replan.graphs.context import DECISION_MODES, Context, DecisionMode
+from replan.graphs.context import DECISION_MODES, JSON_MODES, Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
 from replan.graphs.node_driver import Steps
 from replan.graphs.prompts import Prompts
@@ -241,12 +241,19 @@ def read_json_decision(reply: AIMessage, tools: Sequence[DecisionTool]) -> BaseM
     """The decision the reply's text holds as a JSON object (a ```json fence is allowed)."""
     text = reply.text.strip()
     sent = repr(text) if text else "(an empty reply)"
-    fenced = _FENCE.match(text)
-    try:
-        args = json.loads(fenced[1] if fenced else text)
-    except ValueError:
-        raise ModelMistake("the reply is not a JSON object", sent, form=True) from None
+    args = json_value(text)
+    if args is None:
+        raise ModelMistake("the reply is not a JSON object", sent, form=True)
     return read_fields(args, tools, sent)
+
+
+def json_value(text: str) -> Any:
+    """The JSON value `text` holds, alone or in a ```json fence; None when it holds none."""
+    fenced = _FENCE.match(text.strip())
+    try:
+        return json.loads(fenced[1] if fenced else text)
+    except ValueError:
+        return None
 
 
 RequestKind = Literal["tools", "decide", "json"]
@@ -315,6 +322,25 @@ def _with_note(messages: Sequence[BaseMessage], note: str) -> list[BaseMessage]:
     return [SystemMessage(note), *messages]
 
 
+def bind_json(
+    model: BaseChatModel, mode: DecisionMode, schema: Mapping[str, Any], name: str = "decision"
+) -> Runnable[LanguageModelInput, BaseMessage]:
+    """`model` asked for one JSON object of `schema` the way `mode` (`json_schema`, or
+    llama-cpp-python's `json_object` with a schema) asks for it."""
+    response_format: dict[str, Any] = (
+        {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+        if mode == "json_schema"
+        else {"type": "json_object", "schema": dict(schema)}
+    )
+    if isinstance(model, ChatOpenAI):
+        # Sent as is: langchain-openai would route a `response_format` through the OpenAI
+        # client's structured-output parser, which raises on a reply cut off at a token limit
+        # instead of handing it over to be corrected.
+        extra_body = {**(model.extra_body or {}), "response_format": response_format}
+        return model.bind(extra_body=extra_body)
+    return model.bind(response_format=response_format)
+
+
 def _json_request(
     mode: DecisionMode,
     model: BaseChatModel,
@@ -322,20 +348,7 @@ def _json_request(
     tools: Sequence[DecisionTool],
     prompts: Prompts,
 ) -> Request:
-    schema = decision_schema(tools)
-    response_format: dict[str, Any] = (
-        {"type": "json_schema", "json_schema": {"name": "decision", "schema": schema}}
-        if mode == "json_schema"
-        else {"type": "json_object", "schema": schema}
-    )
-    if isinstance(model, ChatOpenAI):
-        # Sent as is: langchain-openai would route a `response_format` through the OpenAI
-        # client's structured-output parser, which raises on a reply cut off at a token limit
-        # instead of handing it over to be corrected.
-        extra_body = {**(model.extra_body or {}), "response_format": response_format}
-        bound = model.bind(extra_body=extra_body)
-    else:
-        bound = model.bind(response_format=response_format)
+    bound = bind_json(model, mode, decision_schema(tools))
     fields = "\n".join(
         f'- "{name}": {tool.description} {tool.field_descriptions.get(name, "")}'.rstrip()
         for tool in tools
@@ -364,7 +377,7 @@ def build_request(
     prompts: Prompts,
 ) -> Request:
     """How to ask `model` for a decision among `tools` in `mode`."""
-    if mode in ("json_schema", "json_object"):
+    if mode in JSON_MODES:
         return _json_request(mode, model, messages, tools, prompts)
     if len(tools) == 1:
         name = tools[0].name

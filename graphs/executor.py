@@ -35,11 +35,14 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
 )
 from langchain_core.runnables import Runnable
@@ -50,8 +53,16 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from replan.graphs.briefings import executor_briefing
-from replan.graphs.chat_model import ask_model, cut_off, resolve_model
-from replan.graphs.context import DEFAULT_MAX_CONCURRENCY, MAX_BOUND, Context, TaskToolsChoice
+from replan.graphs.chat_model import ask_model, cut_off, resolve_model, with_distinct_call_ids
+from replan.graphs.context import (
+    DEFAULT_MAX_CONCURRENCY,
+    JSON_MODES,
+    MAX_BOUND,
+    Context,
+    DecisionMode,
+    TaskToolsChoice,
+)
+from replan.graphs.decision_modes import bind_json, json_value
 from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Call, Steps, dual_node
 from replan.graphs.plan_rules import objective_text, runnable_steps, steps_left
@@ -63,6 +74,7 @@ from replan.graphs.schema import (
     PlannedStep,
     StepRun,
     StepStatus,
+    effective_mode,
 )
 from replan.graphs.task_merge import read_shared_tasks, task_replay
 from replan.graphs.text_calls import recovered_calls, text_call_problem
@@ -126,14 +138,19 @@ def _words(name: str) -> str:
     return name.replace("_", " ").replace("-", " ").lower()
 
 
-def tool_to_force(offer: ToolOffer, step: str) -> str | None:
+def tool_to_force(offer: ToolOffer, step: str, builds_on: bool) -> str | None:
     """The caller's tool a reminded executor is made to call: the run's only tool, or the only
-    one whose name the step's text holds (with spaces for underscores); else None."""
+    one whose name the step's text holds (with spaces for underscores); else, when the step
+    names none, the only computing tool for a step that builds on earlier results, or the only
+    other tool for one that does not (a look-up); else None."""
     if len(offer.own) == 1:
         return offer.own[0]
     text = _words(step)
     named = [name for name in offer.own if _words(name) in text]
-    return named[0] if len(named) == 1 else None
+    if named:
+        return named[0] if len(named) == 1 else None
+    kind = [name for name in offer.own if (name in offer.computing) == builds_on]
+    return kind[0] if len(kind) == 1 else None
 
 
 def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
@@ -205,6 +222,7 @@ class Executor(ModelNode):
             "tasks_context": tasks,
             "step": step["step"],
             "builds_on": bool(run["dependencies"]),
+            "forced_as": run.get("decision_mode", "tool_required"),
         }
         done = yield Call(loop, start)
         context = runtime.context or Context()
@@ -279,9 +297,13 @@ class Executor(ModelNode):
         offer = self.offers[chosen(context)]
         model = resolve_model(self.model, context, context.executor_max_tokens)
         forced = state.get("forced_tool") or None
-        chat = model.bind_tools(list(offer.specs), tool_choice=forced) if offer.specs else model
         conversation = [SystemMessage(self.systems[chosen(context)]), *state["messages"]]
-        reply = yield from ask_model(chat, conversation, offer.offered)
+        forced_as = state.get("forced_as", "tool_required")
+        if forced and forced_as in JSON_MODES:
+            reply = yield from self.call_as_json(model, conversation, offer, forced, forced_as)
+        else:
+            chat = model.bind_tools(list(offer.specs), tool_choice=forced) if offer.specs else model
+            reply = yield from ask_model(chat, conversation, offer.offered)
         corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
         if context.recover_text_calls and (problem := text_call_problem(reply, offer.offered)):
             tools = ", ".join(f"`{name}`" for name in sorted(offer.offered.names))
@@ -296,11 +318,38 @@ class Executor(ModelNode):
             if reminder := self.reminder(state, reply, offer):
                 corrections.append(HumanMessage(reminder))
                 update["reminded"] = True
-                update["forced_tool"] = tool_to_force(offer, state.get("step", "")) or ""
+                step, builds_on = state.get("step", ""), state.get("builds_on", False)
+                update["forced_tool"] = tool_to_force(offer, step, builds_on) or ""
         update["messages"] = [reply, *corrections]
         if corrections:  # one mistaken reply, however many of its calls were wrong
             update["corrected_mistakes"] = 1
         return update
+
+    def call_as_json(
+        self,
+        model: BaseChatModel,
+        conversation: Sequence[BaseMessage],
+        offer: ToolOffer,
+        tool: str,
+        mode: DecisionMode,
+    ) -> Steps[AIMessage]:
+        """Ask for a call of `tool` as a JSON object of its arguments, in the JSON decision
+        `mode` the run asks its decisions in (a server that let a forced call come back as
+        text enforces `response_format`, not `tool_choice`); a reply holding such an object
+        becomes that tool call, any other stays as it is."""
+        spec = next(spec for spec in offer.specs if spec["function"]["name"] == tool)
+        chat = bind_json(model, mode, spec["function"]["parameters"], name=tool)
+        note = HumanMessage(self.prompts.call_as_json.format(tool=f"`{tool}`"))
+        reply = yield from ask_model(chat, [*conversation, note])
+        args = json_value(reply.text)
+        if isinstance(args, dict) and args.get("name") == tool:  # the call's own shape
+            args = args.get("arguments", args.get("parameters"))
+        if not isinstance(args, dict):
+            return reply
+        call = ToolCall(name=tool, args=args, id=f"call_{tool}", type="tool_call")
+        return with_distinct_call_ids(
+            reply.model_copy(update={"content": "", "tool_calls": [call]})
+        )
 
     def reminder(self, state: ExecutorState, reply: AIMessage, offer: ToolOffer) -> str | None:
         """What the model is told when its final `reply` should not pass unchecked: the run has
@@ -438,6 +487,8 @@ def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
         }
         if "tool" in step and calls:
             run["earlier_calls"] = calls
+        if record := state.get("decision_mode"):
+            run["decision_mode"] = effective_mode((context or Context()).decision_mode, record)
         return Send(EXECUTOR, run)
 
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)

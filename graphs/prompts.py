@@ -66,6 +66,10 @@ TOOL_REMINDER = """Your report {problem}, yet you called no tool in this step. I
 do the step or give that figure, call it now instead of guessing. If none of them fits, give \
 your report again."""
 """What the executor is told, once per step, when its report {problem} with no tool call."""
+CALL_AS_JSON = """Call {tool} now: answer with its arguments as one JSON object, and nothing \
+else."""
+"""What a reminded executor is told when the server does not enforce `tool_choice` and the
+forced call is asked for as a JSON object of the tool's arguments."""
 REMINDER_FAILED = "says the step could not be done"
 REMINDER_FIGURES = "gives figures ({figures}) that no tool result or earlier result shows"
 
@@ -255,6 +259,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "executor_computing": frozenset({"tools"}),
     "tool_reminder": frozenset({"problem", "tools"}),
     "reminder_failed": frozenset(),
+    "call_as_json": frozenset({"tool"}),
     "reminder_figures": frozenset({"figures"}),
     "executor_task": frozenset({"objective", "dependencies", "tasks", "step"}),
     "replanner": frozenset({"respond"}),
@@ -305,6 +310,7 @@ class Prompts:
     executor_computing: str = EXECUTOR_COMPUTING
     tool_reminder: str = TOOL_REMINDER
     reminder_failed: str = REMINDER_FAILED
+    call_as_json: str = CALL_AS_JSON
     reminder_figures: str = REMINDER_FIGURES
     executor_task: str = EXECUTOR_TASK
     replanner: str = REPLANNER

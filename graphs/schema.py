@@ -164,20 +164,25 @@ class PlanExecuteState(PlanExecuteInput, total=False):
 class StepRun(TypedDict):
     """What one executor branch gets: the objective, its step, the results of the steps it
     depends on, and the task list as the wave started; a tool step also gets the tool steps
-    done so far (`earlier_calls`), whose results it takes instead of making the same call."""
+    done so far (`earlier_calls`), whose results it takes instead of making the same call;
+    `decision_mode`, how the run asks for decisions now (an executor forcing a tool call asks
+    for it the same way)."""
 
     objective: str
     step: PlannedStep
     dependencies: list[ExecutedStep]
     tasks_context: TaskContext
     earlier_calls: NotRequired[list[ExecutedStep]]
+    decision_mode: NotRequired[DecisionMode]
 
 
 class ExecutorState(TasksState, total=False):
     """State of the executor's inner tool loop; `step` is the step's text, `model_calls` counts
     its model turns, `corrected_mistakes` the turns answered with a correction, `reminded` says
     the model was reminded of its tools (once per step), `forced_tool` names the tool its next
-    turn must call ("" for none), `usage` adds up their tokens."""
+    turn must call ("" for none), `forced_as` how (a JSON decision mode: a JSON object of the
+    tool's arguments, for servers that do not enforce `tool_choice`), `usage` adds up their
+    tokens."""
 
     step: str
     builds_on: bool
@@ -185,5 +190,6 @@ class ExecutorState(TasksState, total=False):
     model_calls: int
     reminded: bool
     forced_tool: str
+    forced_as: DecisionMode
     corrected_mistakes: Annotated[int, operator.add]
     usage: Annotated[RunUsage, merge_usage]

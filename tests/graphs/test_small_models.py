@@ -15,8 +15,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context, DecisionMode
+from replan.graphs.executor import tool_to_force
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS
+from replan.graphs.tool_offers import ToolOffer
 from replan.testing import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
@@ -186,6 +188,44 @@ def test_a_call_written_as_text_after_the_reminder_is_run(
     tool_replies = [m for m in executor[-1]["messages"] if m.get("role") == "tool"]
     assert [m["content"] for m in tool_replies] == ["Warehouse north: 120 units"]
     assert state["recovered_calls"] >= 1 and state["corrected_mistakes"] == 1
+
+
+@pytest.mark.parametrize(
+    "written",
+    ['{"warehouse": "north"}', '{"name": "warehouse_stock", "arguments": {"warehouse": "north"}}'],
+)
+def test_where_tool_choice_is_not_enforced_the_forced_call_is_asked_for_as_json(
+    monkeypatch: pytest.MonkeyPatch, written: str
+) -> None:
+    """llama-server: the run's decisions went to json_schema, so the reminded executor is asked
+    for the tool's arguments with the tool's schema as `response_format`, which it enforces."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+
+    def responder(request: dict[str, Any]) -> Reply:
+        if script.classify(request).role != "executor":
+            return script.respond(request)
+        if "response_format" in request:
+            return said(written)
+        if "tool" in [m.get("role") for m in request["messages"]]:
+            return script.respond(request)
+        return said("FAILED: there is no tool for warehouses.")
+
+    with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
+        graph = build_plan_execute_graph(tools=[warehouse_stock], checkpointer=InMemorySaver())
+        result = run(graph, "Stock of north in 1 steps", config=_config(), context=_context(server))
+        state = graph.get_state(_config()).values
+
+    assert state["decision_mode"]["mode"] == "json_schema"  # the planner's call came as text
+    executor = [r for r in server.requests if script.classify(r).role == "executor"]
+    forced = next(r for r in executor if "response_format" in r)
+    assert "tools" not in forced
+    schema = forced["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["warehouse"]
+    assert "Call `warehouse_stock` now" in forced["messages"][-1]["content"]
+    tool_replies = [m for m in executor[-1]["messages"] if m.get("role") == "tool"]
+    assert [m["content"] for m in tool_replies] == ["Warehouse north: 120 units"]
+    assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
+    assert state["corrected_mistakes"] == 1
 
 
 # --- arithmetic goes to a computing tool ---------------------------------------------------
@@ -405,3 +445,29 @@ def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_fails(
         run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
     asked = [r.get("response_format", {}).get("type") or "tools" for r in server.requests]
     assert asked == ["tools"] * 2 + ["json_schema"] * 2 + ["json_object"] * 3
+
+
+@pytest.mark.parametrize(
+    ("step", "builds_on", "forced"),
+    [
+        ("Find the stock of north", False, "warehouse_stock"),  # a look-up: the other tool
+        ("Compare the counts", True, "calculator"),  # on earlier results: the computing one
+        ("Find the temperature in Lisbon", True, "temperature"),  # named in the step
+        ("Find the stock of north", True, "calculator"),
+    ],
+)
+def test_a_step_that_names_no_tool_is_forced_to_the_one_of_its_kind(
+    step: str, builds_on: bool, forced: str
+) -> None:
+    offer = ToolOffer(
+        (warehouse_stock, temperature, calculator),
+        has_task_tools=False,
+        own=("warehouse_stock", "temperature", "calculator"),
+    )
+    two = ToolOffer(
+        (warehouse_stock, calculator), has_task_tools=False, own=("warehouse_stock", "calculator")
+    )
+    chosen_offer = offer if "temperature" in step else two
+    assert tool_to_force(chosen_offer, step, builds_on) == forced
+    # with two look-up tools and no name in the step, none is guessed
+    assert tool_to_force(offer, "Find the stock of north", False) is None
