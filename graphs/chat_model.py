@@ -204,11 +204,26 @@ def require_api_key() -> str:
     return api_key
 
 
+class LocalServerChatOpenAI(ChatOpenAI):
+    """`ChatOpenAI` that sends an assistant message with tool calls and no text with `content`
+    "" rather than null: llama-cpp-python's server refuses null (HTTP 500, a validation error),
+    OpenAI and the other servers take either."""
+
+    def _get_request_payload(
+        self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        for message in payload.get("messages") or []:
+            if message.get("role") == "assistant" and message.get("content") is None:
+                message["content"] = ""
+        return payload
+
+
 def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
     """A `ChatOpenAI` for `context` whose replies are at most `max_tokens` tokens; raises
     `ModelUnavailableError` when no API key is set."""
     api_key = require_api_key()
-    return ChatOpenAI(
+    return LocalServerChatOpenAI(
         model=context.model,
         temperature=context.temperature,
         base_url=context.base_url or None,

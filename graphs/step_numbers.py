@@ -148,7 +148,9 @@ class Numbering:
                             "listed before it)"
                         )
                     elif where is None and other not in self.done:
-                        found.append(f"{what}, but {self._no_such_step(last)}")
+                        plain = f" (to write the number {other}, leave out the $)"
+                        hint = plain if verb == "refers to" else ""
+                        found.append(f"{what}, but {self._no_such_step(last)}{hint}")
         return list(dict.fromkeys(found))
 
     def _no_such_step(self, last: int) -> str:

@@ -100,6 +100,9 @@ class Quirks:
     """HTTP 500 with an empty message for `tool_choice: "required"` (llama-cpp-python)."""
     refuse_json_schema: bool = False
     """HTTP 500 for `response_format` of type `json_schema` (llama-cpp-python)."""
+    refuse_null_content: bool = False
+    """HTTP 500 for a request holding an assistant message whose `content` is null, as OpenAI
+    clients send one with tool calls (llama-cpp-python's request validation)."""
     ignore_named_choice: bool = False
     """A `tool_choice` naming a function is not enforced: the script's reply stands as the
     model's own choice (llama.cpp's llama-server)."""
@@ -119,6 +122,11 @@ class Quirks:
         if self.refuse_required and body.get("tool_choice") == "required":
             return http_error(500)
         if self.refuse_json_schema and _format_type(body) == "json_schema":
+            return http_error(500)
+        if self.refuse_null_content and any(
+            m.get("role") == "assistant" and m.get("content") is None
+            for m in body.get("messages", [])
+        ):
             return http_error(500)
         if self.prose_when_forced and body.get("tool_choice") not in (None, "auto", "none"):
             reply = text(PROSE)
@@ -180,7 +188,7 @@ def _response_format_honoured(body: dict[str, Any], reply: Reply) -> Reply:
 PROSE = "Sure! Here is what I would do next, step by step, in plain words."
 """What a model answers in prose (`Quirks.prose_when_forced`)."""
 
-LLAMA_CPP_PYTHON = Quirks(refuse_required=True, refuse_json_schema=True)
+LLAMA_CPP_PYTHON = Quirks(refuse_required=True, refuse_json_schema=True, refuse_null_content=True)
 """llama-cpp-python's server (chat format `chatml-function-calling`)."""
 LLAMA_CPP = Quirks(ignore_named_choice=True, calls_as_text="fenced")
 """llama.cpp's `llama-server --jinja` with a small model that writes its calls as text."""

@@ -471,3 +471,30 @@ def test_a_step_that_names_no_tool_is_forced_to_the_one_of_its_kind(
     assert tool_to_force(chosen_offer, step, builds_on) == forced
     # with two look-up tools and no name in the step, none is guessed
     assert tool_to_force(offer, "Find the stock of north", False) is None
+
+
+def test_llama_cpp_python_takes_back_an_executor_call_with_empty_content(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """The client sends an assistant message with tool calls and no text as `content: ""`:
+    llama-cpp-python refuses `null` there (HTTP 500)."""
+    server.quirks = LLAMA_CPP_PYTHON
+
+    def respond(request: dict[str, Any]) -> Reply:
+        roles = [m.get("role") for m in request["messages"]]
+        if script.classify(request).role == "executor" and "tool" not in roles:
+            return tool_call("warehouse_stock", {"warehouse": "north"})
+        return script.respond(request)
+
+    server.responder = respond
+    graph = build_plan_execute_graph(tools=[warehouse_stock])
+    result = run(graph, "Stock of north in 1 steps", context=_context(server))
+
+    assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
+    sent_back = [
+        m
+        for r in server.requests
+        for m in r["messages"]
+        if m.get("role") == "assistant" and m.get("tool_calls")
+    ]
+    assert sent_back and all(m["content"] == "" for m in sent_back)

@@ -305,7 +305,7 @@ def test_a_computing_tool_takes_the_number_each_reference_holds() -> None:
         ),
         (
             [price_step("A"), {"tool": "double", "args": {"value": "$5"}}],
-            "refers to $5, but the list",
+            "refers to $5, but the list has steps 1 to 2 (to write the number 5, leave out the $)",
         ),
         ([price_step("A", 2), price_step("B")], "step 1 depends on step 2, which comes after it"),
     ],
