@@ -260,7 +260,8 @@ class OwnTools:
         read as Python call arguments: literals as they are, a bare word or any other
         expression as its text; positional ones fill the tool's parameters in order. A tool
         with one parameter takes the whole text between the parentheses when it does not parse
-        (`calculator($1 - $2)`). Anything else stays a text step."""
+        (`calculator($1 - $2)`), without a leading `name:` of that parameter
+        (`calculator(expression: $1 - $2)`). Anything else stays a text step."""
         match = _CALL_TEXT.match(text)
         if match is None or match[1] not in self.by_name:
             return None
@@ -271,8 +272,11 @@ class OwnTools:
         except SyntaxError:
             call = None
         if not isinstance(call, ast.Call):
-            one = inner.strip("'\"")
-            return (match[1], {names[0]: one}) if len(names) == 1 and one else None
+            if len(names) != 1:
+                return None
+            named = re.match(rf"{re.escape(names[0])}\s*[:=]\s*", inner)  # `expression: ...`
+            one = inner[named.end() if named else 0 :].strip().strip("'\"")
+            return (match[1], {names[0]: one}) if one else None
         if len(call.args) > len(names) or any(k.arg is None for k in call.keywords):
             return None
         source = f"f({inner})"

@@ -142,6 +142,7 @@ def test_a_text_step_that_spells_a_call_reads_as_that_call() -> None:
     assert tools.call_in_text("price(A)") == ("price", {"item": "A"})
     assert tools.call_in_text('price(item="B").') == ("price", {"item": "B"})
     assert tools.call_in_text("double($1)") == ("double", {"value": "$1"})  # whole text
+    assert tools.call_in_text("double(value: $1 * 3)") == ("double", {"value": "$1 * 3"})
     assert tools.call_in_text("note(text='a b')") == ("note", {"text": "a b"})
     assert tools.call_in_text("Look up price(A) first") is None  # a sentence stays text
     assert tools.call_in_text("weather(Oslo)") is None  # not a tool of the run
