@@ -41,7 +41,8 @@ from replan.graphs.schema import ExecutedStep, PlanExecuteState, PlannedStep
 from replan.graphs.step_numbers import Item, Numbering
 from replan.graphs.task_merge import read_shared_tasks
 from replan.graphs.tool_offers import chosen
-from replan.graphs.tool_steps import NO_TOOLS, OwnTools
+from replan.graphs.tool_steps import NO_TOOLS, OwnTools, money_as_numbers
+from replan.tools.calculator import is_computing
 
 
 class PlanStepArgs(BaseModel):
@@ -85,6 +86,8 @@ class PlanArgs(BaseModel):
         numbering = given or Numbering(tools=None)  # a first plan, its tool steps unchecked
         if given and given.tools:
             self.steps = [_call_written_as_text(step, given.tools) for step in self.steps]
+            nameable = given.nameable(len(self.steps))
+            self.steps = [_plain_money(step, given.tools, nameable) for step in self.steps]
         problems = numbering.problems(self.items())
         if given and not given.tools and any(item.tool for item in self.items()):
             problems.insert(0, "tool steps are not offered in this run: write every step as text")
@@ -116,6 +119,17 @@ def _call_written_as_text(
         return step
     depends_on = step.depends_on if isinstance(step, PlanStepArgs) else None
     return ToolStepArgs(tool=call[0], args=call[1], depends_on=depends_on)
+
+
+def _plain_money(
+    step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools, nameable: set[int]
+) -> str | PlanStepArgs | ToolStepArgs:
+    """A computing tool step with each `$N` that names no step written as the number N."""
+    if not isinstance(step, ToolStepArgs) or step.tool not in tools.by_name:
+        return step
+    if not is_computing(tools.by_name[step.tool]):
+        return step
+    return step.model_copy(update={"args": money_as_numbers(step.args, nameable)})
 
 
 def _json_object(text: str) -> Any:

@@ -83,6 +83,12 @@ class Numbering:
         texts = frozenset(step_key(step["step"]) for step in done)
         return cls(start, start, done_ids, tuple(left), tools, done_texts=texts)
 
+    def nameable(self, count: int) -> set[int]:
+        """The numbers a list of `count` items may name: its own, the done steps', and those of
+        the steps still planned."""
+        own = range(self.first, self.first + count)
+        return {*own, *self.done, *(step["id"] for step in self.kept)}
+
     def adds_call(self, items: Sequence[Item]) -> bool:
         """Whether `items` hold a tool step not done yet (by its text)."""
         return any(

@@ -23,7 +23,10 @@ References. In `args`, `"$N"` names the result of step N (the numbers of
   in it: `"printer paper: 4.35 EUR per box"` gives `4.35`), so `calculator("$1 * 12")` computes;
   a result with no such number goes in as text, and the tool says what is wrong with it;
 - strings inside lists and objects are treated the same way (numbers only at the top level);
-- a tool step whose referenced step did not end `done` is not run: it fails, saying so.
+- a tool step whose referenced step did not end `done` is not run: it fails, saying so;
+- in a computing tool's arguments, a `$N` that names no step of the plan (nor a done one) is
+  read as the plain number N when the plan is taken: small models write "$12 * 3.50" for
+  twelve at 3.50 (`money_as_numbers`).
 
 Dedupe. A tool step whose tool and arguments (after substitution) equal those of a tool step
 already done in this run takes that step's result instead of calling the tool again (it is
@@ -152,6 +155,18 @@ def substitute(
         else:
             out[name] = _substituted(value, results, computes)
     return out
+
+
+def money_as_numbers(value: Any, nameable: set[int]) -> Any:
+    """`value` with every `$N` that names no step (`nameable` holds those that do) written as
+    the plain number N: in a computing tool's expression "$12" can only mean 12."""
+    if isinstance(value, str):
+        return REFERENCE.sub(lambda m: m[0] if int(m[1]) in nameable else m[1], value)
+    if isinstance(value, Mapping):
+        return {key: money_as_numbers(item, nameable) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [money_as_numbers(item, nameable) for item in value]
+    return value
 
 
 def format_call(tool: str, args: Mapping[str, Any]) -> str:

@@ -225,6 +225,26 @@ def test_a_calculator_step_computes_with_the_figure_a_look_up_gave() -> None:
     assert not model.requests_of("executor")
 
 
+def test_dollars_before_a_number_that_names_no_step_are_money_in_a_computing_step() -> None:
+    """ "$12 * 3.50" (a plan of one step): step 12 does not exist, so it is twelve; "$1" is a
+    step. A tool that does not compute keeps the mistake, which is corrected."""
+    model = FakeChatModel(
+        planner=[
+            plan_call(
+                {"tool": "double", "args": {"value": 2}},
+                {"tool": "calculator", "args": {"expression": "$12 * 3.50 + $1"}},
+            )
+        ],
+        replanner=[respond("46")],
+    )
+    result = run(
+        build_plan_execute_graph(model, [*Kit().tools, calculator]), "Cost", context=WHEN_NEEDED
+    )
+
+    assert result["executed_steps"][1]["result"] == "12 * 3.50 + 4.0 = 46"
+    assert result["executed_steps"][1]["step"] == 'calculator(expression="12 * 3.50 + 4.0")'
+
+
 def test_substitution_whole_inline_and_numbers() -> None:
     parameters = {
         "properties": {
