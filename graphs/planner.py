@@ -317,13 +317,16 @@ class Planner(ModelNode):
         with a plain report. With `replan="when_needed"` the model is asked only when no planned
         step is left, a step of the wave came back unfinished or failed, or this is the last
         round; otherwise the plan goes on without the wave's steps. After a wave of tool steps
-        only, it goes on the same way whatever `replan` says: the plan was made for their
-        results (as LLMCompiler runs its graph of calls with no model in between)."""
+        only, when the next wave is tool steps only too, it goes on the same way whatever
+        `replan` says: the plan was made for their results, and no model call comes between
+        them (as LLMCompiler runs its graph of calls); before a text step the model may still
+        answer at once instead."""
         context = runtime.context or Context()
         bounds = self.bounds.for_run(context)
         rounds = state.get("iterations", 0) + 1
         left = steps_left(state)
-        if (context.replan == "when_needed" or tool_wave(state)) and not (
+        calls_only = tool_wave(state) and all("tool" in step for step in runnable_steps(left))
+        if (context.replan == "when_needed" or calls_only) and not (
             rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
         ):
             return {"plan": left, "iterations": rounds}
