@@ -5,7 +5,9 @@ The planner and the replanner do not run tools; they read the model's choice of 
 (`replan.graphs.decision_modes`: forced tool calls or a JSON reply, with a fallback when the
 server refuses the way asked). A reply without a tool call, with a tool that was not
 offered, with several calls, or with arguments that do not parse is a mistake: the model is told
-what went wrong and asked again, up to a bound, then `PlanExecuteError` stops the run. A step
+what went wrong and asked again, up to a bound; then the planner stops the run with
+`PlanExecuteError`, and the replanner ends it not finished (`stop_reason` "no_decision"),
+reporting the work done. A step
 that names itself, a later step or a number no step has, and a tool step with an unknown tool
 or arguments that do not fit its schema, are such mistakes too (`replan.graphs.step_numbers`).
 Tool calls a model wrote as text are read back before the reply is judged (`ask_model` with the
@@ -33,6 +35,7 @@ from replan.graphs.briefings import format_executed_steps, format_plan, replanne
 from replan.graphs.chat_model import resolve_model
 from replan.graphs.context import ANSWER_MODES, AnswerMode, Context
 from replan.graphs.decision_modes import DecisionModes, DecisionTool, decide
+from replan.graphs.errors import PlanExecuteError
 from replan.graphs.model_node import ModelNode
 from replan.graphs.node_driver import Steps
 from replan.graphs.plan_rules import repeated_step, require_objective, runnable_steps, steps_left
@@ -335,19 +338,27 @@ class Planner(ModelNode):
         numbering = Numbering.replan(left, done, tools)
         briefing = replanner_briefing(state, self.prompts.repeated_steps)
         modes = DecisionModes.of_run(context, state)
-        decision = yield from decide(
-            resolve_model(self.model, context, context.decision_max_tokens),
-            [
-                SystemMessage(self.replanner_system(context)),
-                HumanMessage(self.prompts.replanner_task.format(next=numbering.first, **briefing)),
-            ],
-            [self.plan_decision(numbering, context), self.respond_tools[context.answer]],
-            node="replanner",
-            prompts=self.prompts,
-            retries=bounds.mistake_retries,
-            max_tokens=context.decision_max_tokens,
-            modes=modes,
-        )
+        try:
+            decision = yield from decide(
+                resolve_model(self.model, context, context.decision_max_tokens),
+                [
+                    SystemMessage(self.replanner_system(context)),
+                    HumanMessage(
+                        self.prompts.replanner_task.format(next=numbering.first, **briefing)
+                    ),
+                ],
+                [self.plan_decision(numbering, context), self.respond_tools[context.answer]],
+                node="replanner",
+                prompts=self.prompts,
+                retries=bounds.mistake_retries,
+                max_tokens=context.decision_max_tokens,
+                modes=modes,
+            )
+        except PlanExecuteError as error:  # the work done so far is reported, not lost
+            shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(left)}
+            report = self.prompts.no_decision.format(problem=error.problem, **shown)
+            stopped = {"response": report, "stop_reason": "no_decision", "plan": left}
+            return {**stopped, "iterations": rounds, **modes.update()}
         args, counted = decision.args, {**decision.update(), **modes.update()}
         if isinstance(args, RespondArgs):
             return {"response": args.response, "plan": left, "iterations": rounds, **counted}

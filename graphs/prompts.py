@@ -199,6 +199,15 @@ What was done:
 Steps still planned:
 {plan}"""
 
+NO_DECISION = """The objective was not finished: after the work below, the model gave no usable \
+decision on what to do next ({problem}).
+
+What was done:
+{executed_steps}
+
+Steps still planned:
+{plan}"""
+
 NO_PROGRESS = """The objective was not finished: the run stopped making progress. The replanner \
 planned the step "{step}" again after it had been carried out {times} times.
 
@@ -283,6 +292,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "json_note": frozenset({"fields"}),
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
     "no_progress": frozenset({"step", "times", "executed_steps", "plan"}),
+    "no_decision": frozenset({"problem", "executed_steps", "plan"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "step_cut_off": frozenset({"max_tokens", "text", "progress"}),
     "step_no_report": frozenset({"progress"}),
@@ -332,6 +342,7 @@ class Prompts:
     json_note: str = JSON_NOTE
     not_finished: str = NOT_FINISHED
     no_progress: str = NO_PROGRESS
+    no_decision: str = NO_DECISION
     step_unfinished: str = STEP_UNFINISHED
     step_cut_off: str = STEP_CUT_OFF
     step_no_report: str = STEP_NO_REPORT

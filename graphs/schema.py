@@ -74,10 +74,10 @@ class PlanExecuteInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-StopReason = Literal["", "max_iterations", "no_progress", "rejected"]
+StopReason = Literal["", "max_iterations", "no_progress", "no_decision", "rejected"]
 """Why a run ended without meeting its objective: its round limit, a step planned again after
-it had been carried out twice (`repeated_step`), or its plan rejected at review (nothing was
-carried out); "" when it met it."""
+it had been carried out twice (`repeated_step`), no usable replanner decision within its
+retries, or its plan rejected at review (nothing was carried out); "" when it met it."""
 
 
 FallbackReason = Literal["refused", "mistakes", "unenforced"]

@@ -117,3 +117,21 @@ def test_a_forced_call_sent_back_as_text_moves_the_decisions_to_json(
     assert replanner and all("tools" not in r for r in replanner)
     shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
     assert shown["settings"]["decision_mode"] == "json_schema"
+
+
+def test_a_replanner_that_never_decides_ends_not_finished_with_the_work_kept(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.responder = lambda request: (
+        script.text("I would rather chat.")
+        if script.classify(request).role == "replanner"
+        else script.respond(request)
+    )
+    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+
+    assert done.code == ExitCode.NOT_FINISHED, done.err
+    assert "Traceback" not in done.err
+    assert done.out.startswith("The objective was not finished: after the work below, the model")
+    assert "Executed step 1: RESULT 1/2" in done.out
+    shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
+    assert shown["stop_reason"] == "no_decision"

@@ -70,15 +70,25 @@ def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply(mode: Mode
     assert "step 2 depends on itself" in str(error) and "plan(" in str(error)
 
 
-def test_replanner_gives_up_after_the_retry_bound_naming_node_and_reply() -> None:
+def test_a_replanner_past_the_retry_bound_ends_not_finished_with_the_work_done() -> None:
+    """The steps done are kept and reported: the run ends `no_decision`, it does not fail."""
     model = FakeChatModel(
-        planner=[plan("the step")],
+        planner=[plan("the step", "the next step")],
         executor=[text("done")],
         replanner=[malformed("plan", "{not json")] * 2,
     )
-    with pytest.raises(PlanExecuteError, match=r"^replanner: .*not valid JSON.*\{not json"):
-        run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    result = run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+
     assert len(model.requests_of("replanner")) == 2
+    assert result["stop_reason"] == "no_decision"
+    assert result["response"].startswith(
+        "The objective was not finished: after the work below, the model gave no usable "
+        "decision on what to do next (the arguments of `plan` are not valid JSON, still after "
+        "2 attempts)."
+    )
+    assert "1. the step\n   Result: done" in result["response"]
+    assert "2. the next step" in result["response"]  # still planned
+    assert [step["step"] for step in result["plan"]] == ["the next step"]
 
 
 def test_replanner_is_offered_plan_and_respond_and_must_pick_one() -> None:
