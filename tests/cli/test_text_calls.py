@@ -36,7 +36,11 @@ def test_progress_shows_calls_read_from_text_and_show_counts_them(tmp_path: Path
     assert (done.code, done.out.strip()) == (0, ANSWER_1), done.err
     lines = done.err.splitlines()
     planning = lines.index("Planning…")
-    assert lines[planning + 1] == "  ↺ 1 tool call read from the reply's text: plan"
+    assert lines[planning + 1 : planning + 3] == [
+        "  ↺ 1 tool call read from the reply's text: plan",
+        "the model server sent back as text a call it was forced to make (a named tool_choice "
+        "('plan')); asking for decisions as json_schema from now on",
+    ]
     step = lines.index("Step 1: Step 1 of 1 [ship it in 1 steps]")
     assert lines[step + 1 : step + 5] == [
         "  ↺ 2 tool calls read from the reply's text: TaskCreate, TaskList",
@@ -45,9 +49,10 @@ def test_progress_shows_calls_read_from_text_and_show_counts_them(tmp_path: Path
         "  task #1 created: Write it",
     ]
     assert re.fullmatch(r"Step 1 done in \d+\.\d s: Executed step 1: RESULT 1/1", lines[step + 5])
-    assert "  ↺ 1 tool call read from the reply's text: respond" in lines[step + 6 :]
-    assert "Tool calls read from the model's text: 4" in shown.out.splitlines()
-    assert document["recovered_calls"] == 4
+    # the replanner was asked for JSON: nothing left to read from text
+    assert not any("read from the reply's text" in line for line in lines[step + 6 :])
+    assert "Tool calls read from the model's text: 3" in shown.out.splitlines()
+    assert document["recovered_calls"] == 3
     assert [t["subject"] for t in document["tasks"]] == ["Write it"]
 
 
