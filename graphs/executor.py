@@ -82,7 +82,6 @@ from replan.graphs.tool_offers import ToolOffer, chosen
 from replan.graphs.tool_steps import call_key, format_call, references, same_call, substitute
 from replan.state.tasks import TaskContext
 from replan.state.usage import step_usage, total_tally
-from replan.tools.calculator import is_computing
 from replan.tools.task_state import as_task_context
 
 EXECUTOR = "executor"
@@ -273,7 +272,7 @@ class Executor(ModelNode):
             result = self.prompts.tool_step_no_tool.format(tool=tool)
             return {"executed_steps": [record(result, "failed", args)]}
         texts = {number: done["result"] for number, done in results.items()}
-        computes = is_computing(self.own_tools.by_name[tool])
+        computes = tool in self.own_tools.computing
         called = substitute(args, texts, self.own_tools.parameters[tool], computes=computes)
         if same := same_call(tool, called, run.get("earlier_calls", [])):
             reused = record(same["result"], "done", called)

@@ -45,7 +45,6 @@ from replan.graphs.step_numbers import Item, Numbering
 from replan.graphs.task_merge import read_shared_tasks
 from replan.graphs.tool_offers import chosen
 from replan.graphs.tool_steps import NO_TOOLS, OwnTools, money_as_numbers
-from replan.tools.calculator import is_computing
 
 
 class PlanStepArgs(BaseModel):
@@ -128,9 +127,7 @@ def _plain_money(
     step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools, nameable: set[int]
 ) -> str | PlanStepArgs | ToolStepArgs:
     """A computing tool step with each `$N` that names no step written as the number N."""
-    if not isinstance(step, ToolStepArgs) or step.tool not in tools.by_name:
-        return step
-    if not is_computing(tools.by_name[step.tool]):
+    if not isinstance(step, ToolStepArgs) or step.tool not in tools.computing:
         return step
     return step.model_copy(update={"args": money_as_numbers(step.args, nameable)})
 

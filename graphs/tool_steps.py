@@ -53,6 +53,7 @@ from pydantic import BaseModel, ValidationError
 
 from replan.graphs.decision_modes import inline_refs
 from replan.tools.arguments import validation_problems
+from replan.tools.calculator import is_computing
 
 REFERENCE = re.compile(r"\$([1-9][0-9]*)")
 """`$N`: the result of step N."""
@@ -221,6 +222,11 @@ class OwnTools:
 
     def __bool__(self) -> bool:
         return bool(self.by_name)
+
+    @functools.cached_property
+    def computing(self) -> frozenset[str]:
+        """The names of these tools that compute (`replan.tools.calculator.is_computing`)."""
+        return frozenset(name for name, tool in self.by_name.items() if is_computing(tool))
 
     @functools.cached_property
     def node(self) -> ToolNode:
