@@ -59,10 +59,12 @@ from benchmarks.objectives import LOOKUPS, OBJECTIVES, Kit, Objective, Outcome  
 from benchmarks.scripted_answers import respond  # noqa: E402
 from benchmarks.tutorial import tutorial_graph  # noqa: E402
 from replan.graphs.context import ANSWER_MODES, DEFAULT_ANSWER, AnswerMode, Context  # noqa: E402
-from replan.graphs.executor import EXECUTOR  # noqa: E402
+from replan.graphs.graph_state import (
+    EXECUTOR,  # noqa: E402
+    fallbacks_of,  # noqa: E402
+)
 from replan.graphs.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
-from replan.graphs.schema import fallbacks_of  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
 from replan.state.tasks import TaskContext  # noqa: E402
 from replan.testing import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402

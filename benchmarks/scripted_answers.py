@@ -7,11 +7,11 @@ nothing between requests: the executor's reports carry a marker ``[objective/ste
 the replanner finds what is done. The tutorial's executor sees no earlier results, so its
 replanner copies them into the text of the steps left, as a good model would.
 
-When a `plan` request offers tool steps (`replan.graphs.tool_steps`), the model writes each
+When a `plan` request offers tool steps (`replan.graphs.plan.tool_steps`), the model writes each
 step that is one call of an offered tool, with arguments it can already tell, as a tool step:
 in the first plan the steps that need nothing, in a replan also those whose inputs are now in
 the results shown (the tool steps done are found there by their calls). Other steps stay text
-steps for the executor, numbered as the prompt says (`replan.graphs.step_numbers`).
+steps for the executor, numbered as the prompt says (`replan.graphs.plan.numbering`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import re
 from typing import Any
 
 from benchmarks.objectives import ERROR, SUITE, Call, Objective, Step
-from replan.graphs.prompts import FAILED_PREFIX as FAILED
-from replan.graphs.tool_steps import format_call
+from replan.graphs.plan.tool_steps import format_call
+from replan.graphs.prompts.executor import FAILED_PREFIX as FAILED
 from replan.testing import Reply, text, tool_call
 from replan.testing.plan_script import classify
 from replan.testing.requests import (

@@ -40,7 +40,7 @@ TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
 DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
 ToolStepsChoice = Literal["auto", "off"]
 TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
-"""Whether plans may hold tool steps (`replan.graphs.tool_steps`): "auto" offers them whenever
+"""Whether plans may hold tool steps (`replan.graphs.plan.tool_steps`): "auto" offers them whenever
 the run has tools of its own, "off" never does."""
 AnswerMode = Literal["plain", "decision"]
 ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
@@ -49,7 +49,7 @@ DEFAULT_ANSWER: AnswerMode = "decision"
 request from the objective and the results ("plain"), or inside the `respond` decision."""
 DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
 DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
-"""How the planner and replanner ask for a decision (`replan.graphs.decision_modes`), in the
+"""How the planner and replanner ask for a decision (`replan.graphs.model.decision_modes`), in the
 order a run falls back through them when the model server refuses one."""
 JSON_MODES: tuple[DecisionMode, ...] = ("json_schema", "json_object")
 """The decision modes that ask for a JSON object as the reply (`response_format`), not a tool

@@ -4,7 +4,7 @@ END), answer → END.
 The edges into `executor` send one task per step that can start (`Send` fan-out), so the steps
 of a wave run side by side; the plain edge `executor` → `replanner` runs the replanner once,
 after the whole wave. Once the replanner responds, `answer` writes the final answer in plain
-text (`Context.answer`, `replan.graphs.answer`).
+text (`Context.answer`, `replan.graphs.nodes.answer`).
 
 `build_plan_execute_graph` returns a compiled graph for library use (give it a checkpointer to
 persist and resume runs); `graph` is the same graph without a checkpointer, which is what
@@ -27,7 +27,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 
-from replan.graphs.answer import ANSWER, Answerer, writes_answer
 from replan.graphs.context import (
     DEFAULT_EXECUTOR_MAX_STEPS,
     DEFAULT_MAX_ITERATIONS,
@@ -37,13 +36,21 @@ from replan.graphs.context import (
     Bounds,
     Context,
 )
-from replan.graphs.executor import EXECUTOR, Executor, wave
-from replan.graphs.node_driver import dual_node
-from replan.graphs.planner import Planner
+from replan.graphs.graph_state import (
+    ANSWER,
+    EXECUTOR,
+    PlanExecuteInput,
+    PlanExecuteOutput,
+    PlanExecuteState,
+)
+from replan.graphs.model.offers import tool_offers
+from replan.graphs.nodes.answer import Answerer, writes_answer
+from replan.graphs.nodes.driver import dual_node
+from replan.graphs.nodes.executor import Executor
+from replan.graphs.nodes.planner import Planner
+from replan.graphs.nodes.review import PlanReviewNode
+from replan.graphs.plan.scheduling import wave
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
-from replan.graphs.review import PlanReviewNode
-from replan.graphs.schema import PlanExecuteInput, PlanExecuteOutput, PlanExecuteState
-from replan.graphs.tool_offers import tool_offers
 from replan.state.task_store import TaskStore, open_task_store
 from replan.tools.task_descriptions import Language, check_language
 from replan.tools.task_tools import TASK_TOOL_NAMES

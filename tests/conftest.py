@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.runnables.retry import ExponentialJitterParams
 
-from replan.graphs import chat_model
+from replan.graphs.model import turn as chat_model
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as plan_execute_script
 from tests.support import pg_support

@@ -39,7 +39,8 @@ def test_the_wheel_installs_only_the_replan_namespace(wheel: Path) -> None:
     assert top == {"replan"}
     for layer in LAYERS:
         assert f"replan/{layer}/__init__.py" in names
-    assert "replan/graphs/cli/commands.py" in names
+    assert "replan/cli/commands.py" in names
+    assert "replan/graphs/nodes/executor.py" in names
     assert "replan/state/plans/storage.py" in names
 
 

@@ -17,7 +17,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replan.graphs.context import TASK_TOOLS_CHOICES, Context, TaskToolsChoice
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.prompts import FAILED_PREFIX
+from replan.graphs.prompts.executor import FAILED_PREFIX
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from replan.tools.task_descriptions import LANGUAGES, Language

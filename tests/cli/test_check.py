@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from replan.graphs.cli.check import LABELS
-from replan.graphs.cli.output import ExitCode
-from replan.graphs.context import Context
-from replan.graphs.server_check import (
+from replan.cli.check import LABELS
+from replan.cli.output import ExitCode
+from replan.cli.server_check import (
     CHECK_MAX_TOKENS,
     PROBES,
     ServerReport,
     check_server,
     chosen_mode,
 )
+from replan.graphs.context import Context
 from replan.testing import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,

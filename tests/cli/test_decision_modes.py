@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replan.graphs.cli.output import ExitCode
+from replan.cli.output import ExitCode
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, http_error
 from replan.testing import plan_script as script
 from tests.support.cli_harness import invoke, run_cli

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from replan.graphs.cli import main
-from replan.graphs.cli.output import ExitCode
+from replan.cli import main
+from replan.cli.output import ExitCode
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import REPLAN, Outcome, cli_env, finish, invoke, run_cli, start_cli
@@ -375,7 +375,7 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("surprise")
 
-    monkeypatch.setattr("replan.graphs.cli.commands.build_plan_execute_graph", broken)
+    monkeypatch.setattr("replan.cli.commands.build_plan_execute_graph", broken)
     outcome = invoke(capsys, "show", "--thread-id", "done")
     assert (outcome.code, outcome.err) == (1, "replan: unexpected error: KeyError: 'surprise'\n")
     monkeypatch.setenv("REPLAN_DEBUG", "1")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from replan.graphs.cli.output import ExitCode
+from replan.cli.output import ExitCode
 from replan.graphs.context import Context
 from replan.graphs.dev_checkpointer import dev_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
@@ -181,7 +181,7 @@ def test_without_the_postgres_extra_the_core_imports_and_a_url_says_what_to_inst
         "for name in ('psycopg', 'psycopg_pool'):\n"
         "    sys.modules[name] = None  # as if `replan[postgres]` were not installed\n"
         "import replan.state.plans, replan.graphs.dev_checkpointer\n"
-        "from replan.graphs.cli import main\n"
+        "from replan.cli import main\n"
         "try:\n"
         "    replan.state.plans.PostgresPlanStorage\n"
         "except ImportError as exc:\n"

@@ -17,8 +17,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from replan.graphs.cli.display import FIRST_WAIT_NOTICE_SECONDS, LiveDisplay, PlainDisplay
-from replan.graphs.cli.progress import ProgressPrinter
+from replan.cli.display import FIRST_WAIT_NOTICE_SECONDS, LiveDisplay, PlainDisplay
+from replan.cli.progress import ProgressPrinter
 from replan.graphs.context import DEFAULT_TIMEOUT_SECONDS
 from replan.testing import Reply, ScriptedOpenAIServer, http_error, tool_call
 from replan.testing import plan_script as script

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replan.graphs.cli import output as cli
+from replan.cli import output as cli
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.cli_harness import Outcome, cli_env, finish, invoke, run_cli, start_cli

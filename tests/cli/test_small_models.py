@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replan.graphs.cli.output import ExitCode
+from replan.cli.output import ExitCode
 from replan.testing import LLAMA_CPP, LLAMA_CPP_PYTHON, OLLAMA, ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import invoke

@@ -11,10 +11,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from replan.graphs.cli.display import PlainDisplay
-from replan.graphs.cli.parser import build_parser
-from replan.graphs.cli.progress import ProgressPrinter
-from replan.graphs.cli.summary import describe_run, summarize
+from replan.cli.display import PlainDisplay
+from replan.cli.parser import build_parser
+from replan.cli.progress import ProgressPrinter
+from replan.cli.summary import describe_run, summarize
 from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.support.fake_models import FakeChatModel, call

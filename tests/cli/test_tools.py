@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from replan.graphs.cli.output import ExitCode
+from replan.cli.output import ExitCode
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.cli_harness import invoke

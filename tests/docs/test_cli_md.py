@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from replan.graphs.cli.output import ExitCode
-from replan.graphs.cli.parser import build_parser
+from replan.cli.output import ExitCode
+from replan.cli.parser import build_parser
 from tests.support.readme import doc, section_text
 
 CLI = doc("cli.md")
@@ -42,4 +42,4 @@ def test_the_exit_code_table_is_the_code_s() -> None:
     assert {int(code): meaning for code, meaning in documented.items()} == {
         code.value: code.meaning for code in ExitCode
     }
-    assert "`replan.graphs.cli.output.ExitCode`" in section  # where the table comes from
+    assert "`replan.cli.output.ExitCode`" in section  # where the table comes from

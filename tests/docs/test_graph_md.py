@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from replan.graphs import chat_model as model_factory
 from replan.graphs.context import Context
+from replan.graphs.model import client as model_factory
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.fake_models import FakeChatModel, call, plan, respond, text

@@ -11,9 +11,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context, DecisionMode
-from replan.graphs.decision_modes import Decision
+from replan.graphs.model.decision_modes import Decision
+from replan.graphs.plan.decisions import RespondArgs
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.planner import RespondArgs
 from replan.testing import Quirks, Reply, ScriptedOpenAIServer, text, tool_call, tool_calls
 from replan.testing import plan_script as script
 from tests.support.fake_models import Mode, both_modes, run

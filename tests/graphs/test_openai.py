@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessageChunk
 
-from replan.graphs.chat_model import unusable_reply_problem
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.model.failures import unusable_reply_problem
+from replan.graphs.plan.task_merge import merge_task_updates
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.task_merge import merge_task_updates
 from replan.state import TaskContext
 from replan.testing import (
     BROKEN_REPLIES,

@@ -13,7 +13,6 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 
-from replan.graphs.chat_model import chat_model_from_context, cut_off
 from replan.graphs.context import (
     DEFAULT_DECISION_MAX_TOKENS,
     DEFAULT_EXECUTOR_MAX_TOKENS,
@@ -21,9 +20,11 @@ from replan.graphs.context import (
     Context,
 )
 from replan.graphs.errors import ModelUnavailableError, PlanExecuteError
+from replan.graphs.graph_state import ExecutedStep, PlannedStep
+from replan.graphs.model.client import chat_model_from_context
+from replan.graphs.model.turn import cut_off
+from replan.graphs.plan.progress import repeated_step, step_key
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.plan_rules import repeated_step, step_key
-from replan.graphs.schema import ExecutedStep, PlannedStep
 from replan.testing import (
     RUN_ON_CONTEXT_TOKENS,
     Quirks,

@@ -15,10 +15,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context, DecisionMode
-from replan.graphs.executor import tool_to_force
+from replan.graphs.model.offers import ToolOffer
+from replan.graphs.nodes.report_check import tool_to_force
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS
-from replan.graphs.tool_offers import ToolOffer
 from replan.testing import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,

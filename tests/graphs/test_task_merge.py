@@ -10,14 +10,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context
-from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.task_merge import (
+from replan.graphs.plan.task_merge import (
     TaskReplay,
     applied_task_calls,
     highest_task_id,
     merge_task_updates,
     task_replay,
 )
+from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state import TaskContext
 from tests.support.fake_models import (
     FakeChatModel,

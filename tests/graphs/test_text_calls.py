@@ -1,4 +1,4 @@
-"""Tool calls written as text, read back by `replan.graphs.text_calls` (pure functions)."""
+"""Tool calls written as text, read back by `replan.graphs.model.text_calls` (pure functions)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from replan.graphs.planner import PlanArgs
-from replan.graphs.text_calls import (
+from replan.graphs.model.text_calls import (
     RECOVERED_KEY,
     OfferedTools,
     read_text_calls,
@@ -17,6 +16,7 @@ from replan.graphs.text_calls import (
     recovered_calls,
     text_call_problem,
 )
+from replan.graphs.plan.decisions import PlanArgs
 
 TASK_TOOLS = OfferedTools.of(["TaskCreate", "TaskList", "TaskUpdate"])
 PLAN_FORCED = OfferedTools.of(["plan"], PlanArgs)

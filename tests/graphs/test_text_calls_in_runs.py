@@ -12,8 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context
+from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.text_calls import TEXT_CALLS_EVENT
 from replan.testing import (
     CallsAsText,
     Quirks,

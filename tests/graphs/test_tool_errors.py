@@ -10,7 +10,7 @@ import openai
 import pytest
 from langchain_core.tools import tool
 
-from replan.graphs.cli import output
+from replan.cli import output
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call

@@ -1,4 +1,4 @@
-"""`replan.graphs.tool_loading`: tools named as langgraph.json names graphs, and every way a
+"""`replan.cli.tool_loading`: tools named as langgraph.json names graphs, and every way a
 reference can fail, each in one line."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from replan.graphs.tool_loading import ToolLoadingError, load_tools, stored_reference
+from replan.cli.tool_loading import ToolLoadingError, load_tools, stored_reference
 
 TOOLS_FILE = """
 from langchain_core.tools import tool

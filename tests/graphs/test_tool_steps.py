@@ -21,10 +21,11 @@ from langchain_core.tools import BaseTool, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode, ReplanMode
+from replan.graphs.plan.decisions import plan_tool
+from replan.graphs.plan.own_tools import OwnTools
+from replan.graphs.plan.tool_steps import number_at_end, number_written, substitute
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.planner import plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
-from replan.graphs.tool_steps import OwnTools, number_at_end, number_written, substitute
 from replan.testing import ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from replan.testing import text as said
@@ -546,7 +547,7 @@ def test_off_keeps_the_plan_schema_and_prompt_and_refuses_tool_steps() -> None:
 
 def graph_tools(kit: Kit) -> list[BaseTool]:
     """The tools the executor of a default run is offered: the kit's, then the task tools."""
-    from replan.graphs.tool_offers import tool_offers
+    from replan.graphs.model.offers import tool_offers
 
     return list(tool_offers(kit.tools, "en")["compact"].tools)
 

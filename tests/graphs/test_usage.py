@@ -20,8 +20,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 from rich.console import Console
 
-from replan.graphs.cli.display import Lane, LiveDisplay, NullDisplay
-from replan.graphs.cli.progress import ProgressPrinter
+from replan.cli.display import Lane, LiveDisplay, NullDisplay
+from replan.cli.progress import ProgressPrinter
 from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state.usage import (

@@ -12,13 +12,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from replan.graphs.briefings import REPLANNER_RESULT_CHARS, format_plan, plan_items
 from replan.graphs.context import Context
 from replan.graphs.errors import PlanExecuteError
+from replan.graphs.plan.decisions import PlanArgs, accept_plan, plan_tool
+from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.views import REPLANNER_RESULT_CHARS, format_plan, plan_items
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.planner import PlanArgs, accept_plan, plan_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
-from replan.graphs.step_numbers import Numbering
 from tests.support.fake_models import (
     ANSWER_CALLS,
     FakeChatModel,

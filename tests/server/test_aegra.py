@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_sync_client
 
-from replan.graphs.cli import main as replan
+from replan.cli import main as replan
 from replan.state.task_store_postgres import PostgresTaskStore
 from replan.testing import Reply, Responder, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script

@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from replan.graphs.cli import main as replan
+from replan.cli import main as replan
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from tests.support.dev_server import (

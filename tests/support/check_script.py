@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from replan.graphs import prompts as texts
-from replan.graphs.server_check import PROBE_TOOL
+from replan.cli import server_check as texts
+from replan.cli.server_check import PROBE_TOOL
 from replan.testing import Reply, text, tool_call, tool_calls
 
 PLAN_STEP = "Look up the time in Paris"

@@ -15,7 +15,7 @@ from typing import IO, Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 
-from replan.graphs.cli import main
+from replan.cli import main
 from replan.graphs.persistence import DEFAULT_DB, open_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import Reply, ScriptedOpenAIServer

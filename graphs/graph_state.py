@@ -1,0 +1,204 @@
+"""State schemas of the plan–execute–replan graph: what a run keeps, takes and returns.
+
+The graph keeps the user's `messages`, the `plan` (steps still to do, each with a stable `id`
+and the ids of the steps it waits for), the `executed_steps` with their results, the final
+`response`, the shared task list (`tasks_context`), how many execute→replan rounds ran
+(`iterations`), once the model server refused a way of asking for decisions, the way used
+instead (`decision_mode`), how many tool calls written as text were recovered
+(`recovered_calls`) and how many mistaken model replies were corrected (`corrected_mistakes`),
+and the tokens the model calls used (`usage`, per node and per plan step, see
+`replan.state.usage`).
+
+A model (or a reviewer) writes a plan as a list whose items are a string, which runs after the
+item before it, `{"step": text, "depends_on": [numbers]}`, or, when the run offers tool steps,
+`{"tool": name, "args": {...}, "depends_on": [numbers]}` (`PlanItem`; see
+`replan.graphs.plan.numbering` for the numbers and `replan.graphs.plan.tool_steps` for tool
+steps). A
+step's `id` is the number the model was shown, so a replan never renumbers.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, NotRequired
+
+from langchain_core.messages import (
+    AnyMessage,
+)
+from langgraph.graph import add_messages
+from typing_extensions import TypedDict
+
+from replan.graphs.context import (
+    DecisionMode,
+)
+from replan.graphs.plan.task_merge import merge_task_updates
+from replan.state.tasks import TaskContext
+from replan.state.usage import RunUsage, merge_usage
+from replan.tools.task_state import TasksState
+
+ANSWER: Literal["answer"] = "answer"
+
+EXECUTOR = "executor"
+
+
+class PlannedStep(TypedDict):
+    """A step still to do: a stable `id` (unique in the thread, the number the model was shown),
+    its text, and the ids of the steps that must be done before it starts. A tool step also has
+    the `tool` it runs and its `args` (with `"$N"` references to the results of steps by id);
+    its text is the call as shown to people, e.g. `price(item="A")`."""
+
+    id: int
+    step: str
+    depends_on: list[int]
+    tool: NotRequired[str]
+    args: NotRequired[dict[str, Any]]
+
+
+StepStatus = Literal["done", "unfinished", "failed"]
+"""How a step ended: its executor answered, ran out of model calls, or reported a failure (a
+tool step: its tool answered, or raised or answered with an error status)."""
+
+
+class ExecutedStep(TypedDict):
+    """One carried-out step and the executor's report on it. A tool step also keeps its `tool`,
+    the `args` it was called with (references replaced) and, when an earlier step had made the
+    same call, that step's id as `reused_from` (its result was taken, the tool not called)."""
+
+    step: str
+    result: str
+    id: NotRequired[int]
+    status: NotRequired[StepStatus]
+    tool: NotRequired[str]
+    args: NotRequired[dict[str, Any]]
+    reused_from: NotRequired[int]
+
+
+PlanItem = str | dict[str, Any]
+"""A step as a model or a reviewer writes it (see the module docstring)."""
+
+
+class PlanExecuteInput(TypedDict):
+    """What a caller gives the graph: the conversation holding the objective."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+StopReason = Literal["", "max_iterations", "no_progress", "no_decision", "rejected"]
+"""Why a run ended without meeting its objective: its round limit, a step planned again after
+it had been carried out twice (`repeated_step`), no usable replanner decision within its
+retries, or its plan rejected at review (nothing was carried out); "" when it met it."""
+
+
+FallbackReason = Literal["refused", "mistakes", "unenforced"]
+"""Why a run left a way of asking for decisions: the server refused it (an HTTP error), the
+model's replies to it kept carrying no decision, or the server let a forced call come back as
+text, which it then does not enforce (`replan.graphs.model.decision_modes`)."""
+
+
+class DecisionFallback(TypedDict):
+    """A way of asking for decisions this run left: `refused` (the mode left), `asked` (what
+    its requests carried), the HTTP `status` of the server's refusal (None when it was left
+    for the model's mistakes), the mode asked in instead and the `reason` (records written
+    before reasons were kept have none: those were refusals)."""
+
+    refused: DecisionMode
+    asked: str
+    status: int | None
+    fallback: DecisionMode
+    reason: NotRequired[FallbackReason]
+
+
+class DecisionModeRecord(TypedDict):
+    """How this run asks for decisions since it left a way (`mode`), and each fallback;
+    absent while it asks as its context says."""
+
+    mode: DecisionMode
+    fallbacks: list[DecisionFallback]
+
+
+def fallbacks_of(record: DecisionModeRecord | None) -> list[DecisionFallback]:
+    """The fallbacks `record` holds (none without one)."""
+    return list(record["fallbacks"]) if record else []
+
+
+def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -> DecisionMode:
+    """The mode a run asks in: `requested`, or the mode it fell back to from it."""
+    instead = {fallback["refused"]: fallback["fallback"] for fallback in fallbacks_of(record)}
+    mode = requested
+    while mode in instead:  # fallbacks only go forward in DECISION_MODES: no cycle
+        mode = instead[mode]
+    return mode
+
+
+class PlanExecuteOutput(TypedDict, total=False):
+    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
+    when the run ended without meeting the objective, and the model calls' `usage`."""
+
+    response: str
+    plan: list[PlannedStep]
+    executed_steps: list[ExecutedStep]
+    stop_reason: StopReason
+    usage: RunUsage
+
+
+class PlanExecuteState(PlanExecuteInput, total=False):
+    """The full state of the plan–execute graph.
+
+    `tasks_context` merges the task-list changes of parallel executor branches
+    (`replan.graphs.plan.task_merge`); a plain `TaskContext` written to it replaces the list.
+    `usage` adds up what every node reports (parallel steps' usage too).
+    """
+
+    plan: list[PlannedStep]
+    executed_steps: Annotated[list[ExecutedStep], operator.add]
+    response: str
+    stop_reason: StopReason
+    tasks_context: Annotated[TaskContext, merge_task_updates]
+    iterations: int
+    recovered_calls: Annotated[int, operator.add]
+    """How many tool calls the model wrote as text were recovered, over every node and
+    executor branch (`replan.graphs.model.text_calls`); kept in the state, not in the output."""
+    corrected_mistakes: Annotated[int, operator.add]
+    """How many model replies were mistakes the model was told about and asked again for: a
+    decision without a usable decision in it, an executor turn with a tool call whose arguments
+    are not valid JSON or a tool call written as text that could not be read; over every node
+    and executor branch, kept in the state, not in the output."""
+    reused_calls: Annotated[int, operator.add]
+    """How many tool steps took the result of an earlier step that had made the same call,
+    instead of calling the tool again; kept in the state, not in the output."""
+    decision_mode: DecisionModeRecord
+    usage: Annotated[RunUsage, merge_usage]
+
+
+class StepRun(TypedDict):
+    """What one executor branch gets: the objective, its step, the results of the steps it
+    depends on, and the task list as the wave started; a tool step also gets the tool steps
+    done so far (`earlier_calls`), whose results it takes instead of making the same call;
+    `decision_mode`, how the run asks for decisions now (an executor forcing a tool call asks
+    for it the same way)."""
+
+    objective: str
+    step: PlannedStep
+    dependencies: list[ExecutedStep]
+    tasks_context: TaskContext
+    earlier_calls: NotRequired[list[ExecutedStep]]
+    decision_mode: NotRequired[DecisionMode]
+
+
+class ExecutorState(TasksState, total=False):
+    """State of the executor's inner tool loop; `step` is the step's text, `model_calls` counts
+    its model turns, `corrected_mistakes` the turns answered with a correction, `reminded` says
+    the model was reminded of its tools (once per step), `forced_tool` names the tool its next
+    turn must call ("" for none), `forced_as` how (a JSON decision mode: a JSON object of the
+    tool's arguments, for servers that do not enforce `tool_choice`), `usage` adds up their
+    tokens."""
+
+    step: str
+    builds_on: bool
+    """Whether the step was given the results of earlier steps."""
+    model_calls: int
+    reminded: bool
+    forced_tool: str
+    forced_as: DecisionMode
+    corrected_mistakes: Annotated[int, operator.add]
+    usage: Annotated[RunUsage, merge_usage]

@@ -1,0 +1,90 @@
+"""The tools a run's executor is offered, for each choice of `Context.task_tools`.
+
+Every prompt token is paid before the model's first output token (about 20 ms each on a small
+local model on CPU), and tool schemas are most of the executor's first request. So the graph
+builds, once, one offer per choice: the caller's tools plus the task tools described at length
+("full"), briefly ("compact"), or not at all ("none"). A run picks its offer by name; the
+planner lists the same tools the executor gets. Tools marked as computing
+(`replan.tools.calculator.is_computing`) are named in the prompts as where arithmetic goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from replan.graphs.context import DEFAULT_TASK_TOOLS, TASK_TOOLS_CHOICES, Context, TaskToolsChoice
+from replan.graphs.model.text_calls import OfferedTools
+from replan.state.task_store import TaskStore
+from replan.tools.calculator import is_computing
+from replan.tools.task_descriptions import Language
+from replan.tools.task_tools import task_tools
+
+NO_TOOLS = "(none)"
+"""How a prompt's tool list reads when there are no tools."""
+
+
+@dataclass(frozen=True)
+class ToolOffer:
+    """Tools as the executor offers them: the tools, their OpenAI specs, their names (also as
+    `OfferedTools`, to read calls the model wrote as text); `own` names the caller's tools
+    (the task tools left out), `computing` those of them marked as computing."""
+
+    tools: tuple[BaseTool, ...]
+    has_task_tools: bool
+    own: tuple[str, ...] = ()
+    specs: tuple[dict[str, Any], ...] = field(init=False)
+    offered: OfferedTools = field(init=False)
+    computing: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "specs", tuple(convert_to_openai_tool(t) for t in self.tools))
+        object.__setattr__(self, "offered", OfferedTools.of(t.name for t in self.tools))
+        computes = tuple(t.name for t in self.tools if t.name in self.own and is_computing(t))
+        object.__setattr__(self, "computing", computes)
+
+    @property
+    def names(self) -> str:
+        """The tool names, comma-separated (NO_TOOLS when there are none)."""
+        return ", ".join(tool.name for tool in self.tools) or NO_TOOLS
+
+    @property
+    def listing(self) -> str:
+        """One line per tool, name and description, for the planner's prompt."""
+        return "\n".join(f"- {t.name}: {t.description}" for t in self.tools) or NO_TOOLS
+
+    def computing_note(self, template: str) -> str:
+        """`template` (a prompt's `{computing}` text) with its `{tools}` naming the computing
+        tools ("`a` or `b`"), or "" when the offer has none."""
+        if not self.computing:
+            return ""
+        return template.format(tools=" or ".join(f"`{name}`" for name in self.computing))
+
+
+ToolOffers = Mapping[TaskToolsChoice, ToolOffer]
+
+
+def tool_offers(
+    tools: Sequence[BaseTool], language: Language, task_store: TaskStore | None = None
+) -> ToolOffers:
+    """An offer per `Context.task_tools` choice: `tools` plus the task tools in that form
+    (working on `task_store` when given, else on the graph state's list)."""
+    added: dict[TaskToolsChoice, list[BaseTool]] = {
+        "full": task_tools(language=language, detail="full", store=task_store),
+        "compact": task_tools(language=language, detail="compact", store=task_store),
+        "none": [],
+    }
+    own = tuple(tool.name for tool in tools)
+    return {
+        choice: ToolOffer(tuple([*tools, *added[choice]]), bool(added[choice]), own)
+        for choice in TASK_TOOLS_CHOICES
+    }
+
+
+def chosen(context: Context | None) -> TaskToolsChoice:
+    """The run's `task_tools` choice (the default one without a context)."""
+    return context.task_tools if context is not None else DEFAULT_TASK_TOOLS

@@ -1,0 +1,141 @@
+"""Human review of a new plan: the `review_plan` node and the answers it accepts.
+
+The node pauses the run with `interrupt({"plan": [...], "question": str})`, the plan written as
+a model writes a first plan, its steps numbered by position 1, 2, ...: a string for a step that
+runs after the one before it, else `{"step": ..., "depends_on": [positions]}`, and a tool step
+as `{"tool": ..., "args": {...}, "depends_on": [...]}` with `"$N"` naming the result of the step
+at position N. Resume it with "approve" / `{"action": "approve"}`, a list of steps /
+`{"action": "edit", "steps": [...]}` (strings or such objects, numbered the same way; tool steps
+when the run offers them), or "reject" / `{"action": "reject", "reason": str}`; any other answer
+pauses again with an `error`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.runtime import get_runtime
+from langgraph.types import Command, interrupt
+from pydantic import ValidationError
+
+from replan.graphs.context import Context
+from replan.graphs.graph_state import PlanExecuteState
+from replan.graphs.plan.decisions import PlanArgs, accept_plan
+from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
+from replan.graphs.plan.scheduling import wave
+from replan.graphs.plan.views import format_plan, plan_items
+from replan.graphs.prompts import Prompts
+
+
+@dataclass(frozen=True)
+class PlanReview:
+    """A reviewer's answer to a proposed plan; `steps` is set for an edit."""
+
+    action: Literal["approve", "edit", "reject"]
+    steps: PlanArgs | None = None
+    reason: str = ""
+
+
+REVIEW_ANSWERS = (
+    'Answer "approve", "reject" (or {"action": "reject", "reason": "..."}), or the edited plan: '
+    'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
+    '"depends_on": [positions of earlier steps]}.'
+)
+"""(A run with tool steps also takes `{"tool", "args", "depends_on"}` items; see the module.)"""
+ANSWER_PREVIEW_CHARS = 80
+STEP_OBJECT = '{"step", "depends_on"}'
+
+
+def _preview(answer: Any) -> str:
+    """The answer as the reviewer sent it, cut short."""
+    try:
+        shown = json.dumps(answer, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = repr(answer)
+    return shown if len(shown) <= ANSWER_PREVIEW_CHARS else shown[: ANSWER_PREVIEW_CHARS - 1] + "…"
+
+
+def _edit_problems(error: ValidationError) -> str:
+    """What is wrong with an edited plan, in words (not pydantic's)."""
+    problems = []
+    for item in error.errors():
+        where = [part for part in item["loc"] if part != "steps"]
+        if item["type"] == "too_short" and not where:
+            problems.append("it has no steps")
+        elif item["type"] == "value_error":
+            problems.append(str(item.get("ctx", {}).get("error", item["msg"])))
+        elif where and isinstance(where[0], int):
+            problems.append(
+                f'step {where[0] + 1} is not a text or a {{"step", "depends_on"}} object'
+            )
+        else:
+            problems.append("it is not a list of steps")
+    return "; ".join(dict.fromkeys(problems))
+
+
+def parse_plan_review(answer: Any, numbering: Numbering | None = None) -> PlanReview:
+    """Read a resume value for the plan review, an edited plan numbered as `numbering` says
+    (default: a first plan without tool steps); raise ValueError saying, for people, what was
+    wrong and what is accepted."""
+    sent = answer
+    if isinstance(answer, str):
+        answer = {"action": answer.strip().lower()}
+    elif isinstance(answer, list):
+        answer = {"action": "edit", "steps": answer}
+    action = answer.get("action") if isinstance(answer, dict) else None
+    if action == "approve":
+        return PlanReview("approve")
+    if action == "reject":
+        return PlanReview("reject", reason=str(answer.get("reason") or ""))
+    if action == "edit":
+        try:
+            steps = PlanArgs.model_validate(
+                {"steps": answer.get("steps")}, context=numbering or Numbering.first_plan()
+            )
+        except ValidationError as exc:
+            raise ValueError(
+                f"The edited plan {_preview(answer.get('steps'))} cannot be used: "
+                f"{_edit_problems(exc)}. {REVIEW_ANSWERS}"
+            ) from None
+        return PlanReview("edit", steps=steps)
+    raise ValueError(f"The answer {_preview(sent)} is not understood. {REVIEW_ANSWERS}")
+
+
+class PlanReviewNode:
+    """The `review_plan` node: pause for a human to approve, edit or reject the plan; `tools`
+    gives the tools an edited plan's tool steps may call in a run (none: no tool steps)."""
+
+    def __init__(
+        self, prompts: Prompts, tools: Callable[[Context | None], OwnTools] = lambda _: NO_TOOLS
+    ) -> None:
+        self.prompts = prompts
+        self.tools = tools
+
+    def __call__(self, state: PlanExecuteState) -> Command[Literal["executor", "__end__"]]:
+        """An answer that is none of those pauses again, with an `error` saying what is
+        accepted, so a typo never strands the run. An approved (or edited) plan starts its
+        first wave of steps."""
+        plan = state["plan"]
+        context = get_runtime(Context).context
+        done = state.get("executed_steps", [])
+        numbering = Numbering.first_plan(done, self.tools(context))
+        question = self.prompts.review_question.format(plan=format_plan(plan_items(plan)))
+        shown: dict[str, Any] = {"plan": plan_items(plan), "question": question}
+        while True:
+            try:
+                review = parse_plan_review(interrupt(shown), numbering)
+                break
+            except ValueError as exc:
+                shown = {**shown, "error": str(exc)}
+        if review.action == "reject":
+            reason = f" Reason: {review.reason}" if review.reason else ""
+            response = self.prompts.rejected.format(reason=reason)
+            return Command(goto="__end__", update={"response": response, "stop_reason": "rejected"})
+        if review.steps is None:
+            return Command(goto=wave(state, context))
+        edited = accept_plan(review.steps, numbering)
+        return Command(goto=wave({**state, "plan": edited}, context), update={"plan": edited})

@@ -1,0 +1,205 @@
+"""The planner and replanner nodes, and the forced decisions they ask the model for.
+
+The planner and the replanner do not run tools; they read the model's choice of `plan` (with
+`steps`) or `respond` (with `response`), asked for as the run's `Context.decision_mode` says
+(`replan.graphs.model.decision_modes`: forced tool calls or a JSON reply, with a fallback when the
+server refuses the way asked). A reply without a tool call, with a tool that was not
+offered, with several calls, or with arguments that do not parse is a mistake: the model is told
+what went wrong and asked again, up to a bound; then the planner stops the run with
+`PlanExecuteError`, and the replanner ends it not finished (`stop_reason` "no_decision"),
+reporting the work done. A step
+that names itself, a later step or a number no step has, and a tool step with an unknown tool
+or arguments that do not fit its schema, are such mistakes too (`replan.graphs.plan.numbering`).
+Tool calls a model wrote as text are read back before the reply is judged (`ask_model` with the
+offered tools; `replan.graphs.model.text_calls`).
+
+When the run offers tool steps (`Context.tool_steps`, `replan.graphs.plan.tool_steps`), the `plan`
+schema offers one object per tool of the run, and the prompts are the lean ones.
+
+An accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+
+from replan.graphs.context import AnswerMode
+from replan.graphs.graph_state import PlannedStep
+from replan.graphs.model.decision_modes import DecisionTool
+from replan.graphs.plan.numbering import Item, Numbering
+from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
+from replan.graphs.plan.tool_steps import money_as_numbers
+from replan.graphs.prompts import Prompts
+
+
+class PlanStepArgs(BaseModel):
+    """A step with its dependencies: 1-based positions of earlier steps of the same list.
+    Without `depends_on` it runs after the step before it, like a plain string."""
+
+    step: str
+    depends_on: list[int] | None = None
+
+
+class ToolStepArgs(BaseModel):
+    """A tool step: `tool` called with `args` (`"$N"` in them names step N's result), after
+    the steps `depends_on` names and those it refers to (`replan.graphs.plan.tool_steps`)."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[int] | None = None
+
+
+class PlanArgs(BaseModel):
+    """Arguments of the `plan` decision: a non-empty list of steps, each a non-blank string, a
+    `PlanStepArgs` or a `ToolStepArgs`. Validated with a `Numbering` as context, the numbers
+    its steps name and its tool steps are checked too (`Numbering.problems`).
+
+    A string holding such an object as JSON is read as the object, which lets a command line
+    pass dependencies (`--edit-plan '{"step": "...", "depends_on": [1]}'`).
+    """
+
+    steps: list[str | PlanStepArgs | ToolStepArgs] = Field(min_length=1)
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _objects_written_as_json(cls, steps: Any) -> Any:
+        if not isinstance(steps, list):
+            return steps
+        return [_json_object(step) if isinstance(step, str) else step for step in steps]
+
+    @model_validator(mode="after")
+    def _valid_steps(self, info: ValidationInfo) -> PlanArgs:
+        given = info.context if isinstance(info.context, Numbering) else None
+        numbering = given or Numbering(tools=None)  # a first plan, its tool steps unchecked
+        if given and given.tools:
+            self.steps = [_call_written_as_text(step, given.tools) for step in self.steps]
+            nameable = given.nameable(len(self.steps))
+            self.steps = [_plain_money(step, given.tools, nameable) for step in self.steps]
+        problems = numbering.problems(self.items())
+        if given and not given.tools and any(item.tool for item in self.items()):
+            problems.insert(0, "tool steps are not offered in this run: write every step as text")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def items(self) -> list[Item]:
+        """The steps as `Item`s: text, numbers named, and a tool step's tool and args."""
+        return [
+            Item(step.strip())
+            if isinstance(step, str)
+            else Item.tool_step(step.tool, step.args, step.depends_on)
+            if isinstance(step, ToolStepArgs)
+            else Item(step.step.strip(), step.depends_on)
+            for step in self.steps
+        ]
+
+
+def _call_written_as_text(
+    step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools
+) -> str | PlanStepArgs | ToolStepArgs:
+    """A text step that spells a call of one of the run's tools (`temperature(Lisbon)`), as the
+    tool step it means (waiting, as any tool step, only for the steps it names); any other
+    step as it is."""
+    text = step if isinstance(step, str) else step.step if isinstance(step, PlanStepArgs) else None
+    call = tools.call_in_text(text) if text is not None else None
+    if call is None:
+        return step
+    depends_on = step.depends_on if isinstance(step, PlanStepArgs) else None
+    return ToolStepArgs(tool=call[0], args=call[1], depends_on=depends_on)
+
+
+def _plain_money(
+    step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools, nameable: set[int]
+) -> str | PlanStepArgs | ToolStepArgs:
+    """A computing tool step with each `$N` that names no step written as the number N."""
+    if not isinstance(step, ToolStepArgs) or step.tool not in tools.computing:
+        return step
+    return step.model_copy(update={"args": money_as_numbers(step.args, nameable)})
+
+
+def _json_object(text: str) -> Any:
+    """`text` parsed when it is a JSON object with a `step` or a `tool`; else `text` itself."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) and ("step" in value or "tool" in value) else text
+
+
+def accept_plan(args: PlanArgs, numbering: Numbering | None = None) -> list[PlannedStep]:
+    """The stored plan `args` describe, numbered as `numbering` says (default: a first plan in
+    a new thread); ValueError when the numbers it names do not fit."""
+    numbering = numbering or Numbering.first_plan()
+    items = args.items()
+    if problems := numbering.problems(items):
+        raise ValueError("; ".join(problems))
+    return numbering.plan(items)
+
+
+class RespondArgs(BaseModel):
+    """Arguments of the `respond` decision: the final answer."""
+
+    response: str = Field(min_length=1)
+
+
+TEXT_STEP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "step": {"type": "string"},
+        "depends_on": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["step"],
+}
+"""A text step in the lean `plan` schema of a run with tool steps."""
+
+
+def text_plan_schema() -> dict[str, Any]:
+    """The `plan` arguments' schema without tool steps: strings and `PlanStepArgs` objects."""
+    items = {"anyOf": [{"type": "string"}, PlanStepArgs.model_json_schema()]}
+    steps = {"items": items, "minItems": 1, "title": "Steps", "type": "array"}
+    return {"properties": {"steps": steps}, "required": ["steps"], "type": "object"}
+
+
+def tool_plan_schema(tools: OwnTools) -> dict[str, Any]:
+    """The `plan` arguments' schema of a run with tool steps: strings, text steps, and one
+    object per tool (`OwnTools.item_schemas`); nothing else, to keep every request lean."""
+    items = {"anyOf": [{"type": "string"}, TEXT_STEP_SCHEMA, *tools.item_schemas]}
+    steps = {"type": "array", "minItems": 1, "items": items}
+    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
+
+
+def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
+    """The `plan` tool: `steps`, each a string, a step with its dependencies or, when `tools`
+    has any, a tool step calling one of them."""
+    if tools:
+        steps, schema = prompts.plan_steps_tools, tool_plan_schema(tools)
+    else:
+        steps, schema = prompts.plan_steps, text_plan_schema()
+    return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
+
+
+def with_max_steps(schema: Mapping[str, Any], most: int) -> dict[str, Any]:
+    """A `plan` arguments' `schema` whose `steps` list holds at most `most` items."""
+    steps = {**schema["properties"]["steps"], "maxItems": most}
+    return {**schema, "properties": {**schema["properties"], "steps": steps}}
+
+
+def adds_call(numbering: Numbering, args: BaseModel) -> bool:
+    """Whether a plan sent beside a response is taken over it: when it holds a tool step not
+    done yet, whose result the response cannot have seen. Small models add a guessed answer
+    to the calls still needed (so the plan goes on), and re-list done steps or restate the
+    work in text steps beside a right answer (so the answer stands)."""
+    return isinstance(args, PlanArgs) and numbering.adds_call(args.items())
+
+
+def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionTool:
+    """The `respond` tool: `response`, the final answer (with `answer="plain"`, a short note
+    that the objective is met: the answer is written next)."""
+    described = prompts.respond_response if answer == "decision" else prompts.respond_note
+    return DecisionTool("respond", prompts.respond_tool, RespondArgs, {"response": described})

@@ -1,0 +1,197 @@
+"""Step numbers that do not move: how a plan's items are numbered, what they may name, and the
+stored plan they become.
+
+A step's id is the number the model was shown. In a first plan (the planner's, or one a person
+writes at review) the items are numbered by position, 1, 2, 3, ... (in a thread that already
+has done steps, their ids continue after those, and references are rewritten to match). In a
+replan, the items of the new list are numbered on from the next free number N, which the
+replanner's prompt gives (the first item is N, the second N + 1, ...); a listed step with the
+same text as a step still planned keeps that step's number (and may be named by either), and
+done steps keep theirs. So `depends_on` and `"$N"` always use numbers the model has seen, and
+a replan never renumbers anything.
+
+An item may name (in `depends_on` or, for a tool step, as `"$N"` in its arguments) a done step,
+which it then waits for and whose result it sees, or a step listed before it in the same list.
+A step naming itself, a later step or a number that is neither is a mistake the model is told
+about (`Numbering.problems`); so is a tool step with an unknown tool or arguments that do not
+fit the tool's schema. Without a `depends_on`, a text item runs after the item before it and a
+tool step waits only for the steps it refers to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replan.graphs.graph_state import ExecutedStep, PlannedStep
+from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
+from replan.graphs.plan.progress import step_key
+from replan.graphs.plan.tool_steps import format_call, references, renumber
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a plan as written: its text (for a tool step, the call as people read it),
+    the numbers it names in `depends_on` (None: the default), and a tool step's tool and args."""
+
+    text: str
+    depends_on: list[int] | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+
+    @classmethod
+    def tool_step(cls, tool: str, args: Any, depends_on: list[int] | None) -> Item:
+        """A tool step item (its text is the call)."""
+        shown = format_call(tool, args) if isinstance(args, dict) else f"{tool}(…)"
+        return cls(shown, depends_on, tool, args if isinstance(args, dict) else {})
+
+
+def next_number(done: Sequence[ExecutedStep], plan: Sequence[PlannedStep] = ()) -> int:
+    """The first number no step of the thread has."""
+    ids = [step["id"] for step in [*done, *plan] if "id" in step]
+    return max(ids, default=0) + 1
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """How the items of a plan are numbered (the first item is `first`, new steps get ids from
+    `ids_from`), the `done` step numbers and the steps still planned (`kept`) it may name, and
+    the tools its tool steps may call (None: tool steps are taken unchecked); `done_texts`,
+    what the done steps say (`step_key`); `max_steps`, the most items a plan may list (None:
+    any number)."""
+
+    first: int = 1
+    ids_from: int = 1
+    done: frozenset[int] = frozenset()
+    kept: tuple[PlannedStep, ...] = ()
+    tools: OwnTools | None = field(default=NO_TOOLS, compare=False)
+    done_texts: frozenset[str] = frozenset()
+    max_steps: int | None = None
+
+    @classmethod
+    def first_plan(cls, done: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS) -> Numbering:
+        """A first plan: items numbered by position; ids after those of `done`."""
+        return cls(first=1, ids_from=next_number(done), tools=tools)
+
+    @classmethod
+    def replan(
+        cls, left: Sequence[PlannedStep], done: Sequence[ExecutedStep], tools: OwnTools = NO_TOOLS
+    ) -> Numbering:
+        """A replan: items numbered on from the next free number; `left` may be re-listed."""
+        start = next_number(done, left)
+        done_ids = frozenset(step["id"] for step in done if "id" in step)
+        texts = frozenset(step_key(step["step"]) for step in done)
+        return cls(start, start, done_ids, tuple(left), tools, done_texts=texts)
+
+    def nameable(self, count: int) -> set[int]:
+        """The numbers a list of `count` items may name: its own, the done steps', and those of
+        the steps still planned."""
+        own = range(self.first, self.first + count)
+        return {*own, *self.done, *(step["id"] for step in self.kept)}
+
+    def adds_call(self, items: Sequence[Item]) -> bool:
+        """Whether `items` hold a tool step not done yet (by its text)."""
+        return any(
+            item.tool is not None and step_key(item.text) not in self.done_texts for item in items
+        )
+
+    def _matches(self, items: Sequence[Item]) -> list[PlannedStep | None]:
+        """For each item, the step still planned it re-lists (same text), if any."""
+        unmatched = list(self.kept)
+        found: list[PlannedStep | None] = []
+        for item in items:
+            match = next((step for step in unmatched if step["step"] == item.text), None)
+            if match is not None:
+                unmatched.remove(match)
+            found.append(match)
+        return found
+
+    def _names(self, items: Sequence[Item]) -> dict[int, int]:
+        """Which item (index) each number names within the list."""
+        names = {self.first + index: index for index in range(len(items))}
+        for index, match in enumerate(self._matches(items)):
+            if match is not None:
+                names.setdefault(match["id"], index)
+        return names
+
+    def _waits_for(self, index: int, item: Item) -> tuple[list[int], set[int]]:
+        """The numbers item `index` names in `depends_on` (or by default), and as references."""
+        if item.depends_on is not None:
+            named = list(item.depends_on)
+        elif item.tool is None:
+            named = [self.first + index - 1] if index else []
+        else:
+            named = []
+        return named, references(item.args or {})
+
+    def problems(self, items: Sequence[Item]) -> list[str]:
+        """What is wrong with `items` as a plan, in words (empty when nothing is)."""
+        names, found = self._names(items), []
+        last = self.first + len(items) - 1
+        if self.max_steps is not None and len(items) > self.max_steps:
+            found.append(
+                f"the plan lists {len(items)} steps, more than {self.max_steps}: list only the "
+                f"next {self.max_steps} (the rest can be planned once they are done), and no "
+                "step twice"
+            )
+        for index, item in enumerate(items):
+            number = self.first + index
+            if not item.text:
+                found.append(f"step {number} is blank")
+            if item.tool is not None and self.tools is not None:
+                found += [f"step {number}: {p}" for p in self.tools.problems(item.tool, item.args)]
+            named, referred = self._waits_for(index, item)
+            for verb, others in (("depends on", named), ("refers to", sorted(referred))):
+                for other in others:
+                    where = names.get(other)
+                    what = f"step {number} {verb} {'$' if verb == 'refers to' else 'step '}{other}"
+                    if where == index:
+                        found.append(f"step {number} {verb} itself")
+                    elif where is not None and where > index:
+                        verb_only = "depend on" if verb == "depends on" else "refer to"
+                        found.append(
+                            f"{what}, which comes after it (a step may only {verb_only} steps "
+                            "listed before it)"
+                        )
+                    elif where is None and other not in self.done:
+                        plain = f" (to write the number {other}, leave out the $)"
+                        hint = plain if verb == "refers to" else ""
+                        found.append(f"{what}, but {self._no_such_step(last)}{hint}")
+        return list(dict.fromkeys(found))
+
+    def _no_such_step(self, last: int) -> str:
+        if self.first == 1 and not self.done:
+            return f"the list has steps 1 to {last}"
+        done = ", ".join(map(str, sorted(self.done))) or "none"
+        return (
+            f"there is no such step (your list's steps are numbered {self.first} to {last}; "
+            f"done steps: {done})"
+        )
+
+    def plan(self, items: Sequence[Item]) -> list[PlannedStep]:
+        """The stored plan `items` describe (check `problems` first): ids as in the module
+        docstring, dependencies and references as ids."""
+        matches = self._matches(items)
+        ids = [
+            match["id"] if match is not None else self.ids_from + index
+            for index, match in enumerate(matches)
+        ]
+        names = self._names(items)
+        to_id = {number: ids[index] for number, index in names.items()}
+        plan: list[PlannedStep] = []
+        for index, (item, match) in enumerate(zip(items, matches, strict=True)):
+            named, referred = self._waits_for(index, item)
+            carried = [d for d in match["depends_on"] if d in self.done] if match else []
+            waits = [*carried, *(to_id.get(n, n) for n in [*named, *sorted(referred)])]
+            step: PlannedStep = {
+                "id": ids[index],
+                "step": item.text,
+                "depends_on": sorted(set(waits)),
+            }
+            if item.tool is not None:
+                step["tool"] = item.tool
+                step["args"] = renumber(item.args or {}, to_id)
+                step["step"] = format_call(item.tool, step["args"])
+            plan.append(step)
+        return plan

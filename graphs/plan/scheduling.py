@@ -1,0 +1,102 @@
+"""Which planned steps run next: the steps left, those whose dependencies are done, and the
+`Send` fan-out of one wave of them to the executor (`wave`); what the last wave was."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langgraph.types import Send
+
+from replan.graphs.context import (
+    DEFAULT_MAX_CONCURRENCY,
+    Context,
+)
+from replan.graphs.conversation import objective_text
+from replan.graphs.graph_state import (
+    EXECUTOR,
+    ExecutedStep,
+    PlanExecuteState,
+    PlannedStep,
+    StepRun,
+    effective_mode,
+)
+from replan.graphs.plan.tool_steps import call_key, references
+from replan.state.tasks import TaskContext
+
+
+def _first_of_each_call(
+    steps: Sequence[PlannedStep], results: dict[int, ExecutedStep]
+) -> list[PlannedStep]:
+    """`steps` without a tool step that makes the same call as an earlier one of them (same tool,
+    same arguments, same results referred to): it waits a wave, then takes that one's result."""
+    seen: set[str] = set()
+    kept = []
+    for step in steps:
+        if "tool" in step:
+            args = step.get("args") or {}
+            inputs = {n: results[n]["result"] for n in references(args) if n in results}
+            key = call_key(step["tool"], {"args": args, "inputs": inputs})
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(step)
+    return kept
+
+
+def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
+    """An `executor` task for each planned step whose dependencies are done, in plan order, at
+    most `context.max_concurrency` of them (the others wait for the next wave); a tool step
+    making the same call as another of the wave waits for the next one."""
+    limit = context.max_concurrency if context is not None else DEFAULT_MAX_CONCURRENCY
+    executed = state.get("executed_steps", [])
+    results = {done["id"]: done for done in executed if "id" in done}
+    objective = objective_text(state["messages"])
+    tasks = state.get("tasks_context") or TaskContext()
+    calls = [done for done in executed if "tool" in done]
+
+    def branch(step: PlannedStep) -> Send:
+        inputs = [results[d] for d in step["depends_on"] if d in results]
+        run: StepRun = {
+            "objective": objective,
+            "step": step,
+            "dependencies": inputs,
+            "tasks_context": tasks,
+        }
+        if "tool" in step and calls:
+            run["earlier_calls"] = calls
+        if record := state.get("decision_mode"):
+            run["decision_mode"] = effective_mode((context or Context()).decision_mode, record)
+        return Send(EXECUTOR, run)
+
+    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
+    return [branch(step) for step in ready[:limit]]
+
+
+def runnable_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:
+    """The steps of `plan` whose dependencies are all done (none of them is still planned)."""
+    waiting = {step["id"] for step in plan}
+    return [step for step in plan if waiting.isdisjoint(step["depends_on"])]
+
+
+def steps_left(state: PlanExecuteState) -> list[PlannedStep]:
+    """The planned steps not carried out yet (the last wave's are still in `plan` until the
+    replanner runs)."""
+    done = {step.get("id") for step in state.get("executed_steps", [])}
+    return [step for step in state.get("plan", []) if step["id"] not in done]
+
+
+def last_wave(state: PlanExecuteState) -> list[ExecutedStep]:
+    """The steps of the last wave: the executed steps still in `plan`."""
+    planned = {step["id"] for step in state.get("plan", [])}
+    return [done for done in state.get("executed_steps", []) if done.get("id") in planned]
+
+
+def wave_fell_short(state: PlanExecuteState) -> bool:
+    """Whether a step of the last wave came back unfinished or failed."""
+    return any(done.get("status", "done") != "done" for done in last_wave(state))
+
+
+def tool_wave(state: PlanExecuteState) -> bool:
+    """Whether the last wave held only tool steps (no model call, no judgement to revisit)."""
+    wave = last_wave(state)
+    return bool(wave) and all("tool" in done for done in wave)

@@ -1,0 +1,152 @@
+"""What the prompts show of a run: plans and results as numbered text, and the briefings of the
+replanner and of one step's executor. `plan_items` turns a stored plan back into the form a
+model or a reviewer writes (see `replan.graphs.graph_state`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from replan.graphs.conversation import objective_text
+from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
+from replan.graphs.plan.progress import times_done
+from replan.graphs.plan.scheduling import steps_left
+from replan.graphs.plan.tool_steps import format_call, references, renumber
+from replan.state.task_views import format_task_list
+from replan.state.tasks import TaskContext
+from replan.tools.task_state import as_task_context
+
+REPLANNER_RESULT_CHARS = 600
+"""How much of each result the replanner's prompt shows (the state keeps all of it)."""
+
+
+def _positions(plan: Sequence[PlannedStep]) -> list[list[int]]:
+    """Each step's dependencies as 1-based positions in `plan` (done steps left out)."""
+    where = {step["id"]: position for position, step in enumerate(plan, 1)}
+    return [sorted(where[d] for d in step["depends_on"] if d in where) for step in plan]
+
+
+def _after_the_one_before(position: int, depends_on: list[int]) -> bool:
+    return depends_on == ([position - 1] if position > 1 else [])
+
+
+def plan_items(plan: Sequence[PlannedStep]) -> list[PlanItem]:
+    """`plan` as a person writes it at review, numbered by position like a first plan: a string
+    for a step that waits only for the one before it, else `{"step", "depends_on": [positions]}`;
+    a tool step as `{"tool", "args", "depends_on"}`, its references `$N` made positions too."""
+    where = {step["id"]: position for position, step in enumerate(plan, 1)}
+    items: list[PlanItem] = []
+    for position, (step, depends_on) in enumerate(zip(plan, _positions(plan), strict=True), 1):
+        if "tool" in step:
+            args = renumber(step.get("args") or {}, where)
+            referred = references(args)
+            item: dict[str, Any] = {"tool": step["tool"], "args": args}
+            if extra := [p for p in depends_on if p not in referred]:
+                item["depends_on"] = extra
+            items.append(item)
+        elif _after_the_one_before(position, depends_on):
+            items.append(step["step"])
+        else:
+            items.append({"step": step["step"], "depends_on": depends_on})
+    return items
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return ", ".join(map(str, numbers)) or "nothing"
+
+
+def _is_chain(plan: Sequence[PlannedStep]) -> bool:
+    """Whether each step waits for exactly the step listed before it (the first for nothing)."""
+    before = [[], *([step["id"]] for step in plan)]
+    return all(step["depends_on"] == after for step, after in zip(plan, before, strict=False))
+
+
+def format_plan(plan: Sequence[PlannedStep] | Sequence[PlanItem]) -> str:
+    """A list of steps, or "(none)": a stored plan by its steps' numbers (ids), items as a model
+    writes them by position. When some step waits for more or less than the one listed before
+    it, every line says what it waits for."""
+    items: list[Any] = list(plan)
+    if items and all(isinstance(item, dict) and "id" in item for item in items):
+        if _is_chain(items):
+            return "\n".join(f"{step['id']}. {step['step']}" for step in items)
+        return "\n".join(
+            f"{step['id']}. {step['step']} [after: {_numbers(step['depends_on'])}]"
+            for step in items
+        )
+    if all(isinstance(item, str) for item in items):
+        return (
+            "\n".join(f"{position}. {item}" for position, item in enumerate(items, 1)) or "(none)"
+        )
+    lines = []
+    for position, item in enumerate(items, 1):
+        if isinstance(item, str):
+            text, after = item, [position - 1] if position > 1 else []
+        elif "tool" in item:
+            text = format_call(item["tool"], item.get("args") or {})
+            after = sorted({*(item.get("depends_on") or []), *references(item.get("args") or {})})
+        else:
+            text, after = item.get("step", ""), item.get("depends_on") or []
+        lines.append(f"{position}. {text} [after: {_numbers(after)}]")
+    return "\n".join(lines) or "(none)"
+
+
+def _shorten(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… [{len(text) - limit} more characters not shown]"
+
+
+def format_executed_steps(
+    steps: Sequence[ExecutedStep], *, limit: int | None = None, empty: str = "(none yet)"
+) -> str:
+    """Each executed step by its number, with its result, or `empty`; a tool step as its call
+    and result (`price(item="A") → 4.20`). `limit` shortens long results to their first `limit`
+    characters."""
+    blocks = []
+    for position, done in enumerate(steps, 1):
+        number = done.get("id", position)
+        result = _shorten(done["result"], limit)
+        if "tool" in done:
+            call = format_call(done["tool"], done.get("args") or {})
+            failed = " [failed]" if done.get("status", "done") == "failed" else ""
+            blocks.append(f"{number}. {call} → {result}{failed}")
+        else:
+            blocks.append(f"{number}. {done['step']}\n   Result: {result}")
+    return "\n".join(blocks) or empty
+
+
+def format_repeated_steps(executed: Sequence[ExecutedStep], template: str) -> str:
+    """`template` listing the steps carried out more than once, each with its last result
+    (shortened), or "" when there are none."""
+    lines = [
+        f"- {last['step']} (carried out {times} times)\n"
+        f"   Last result: {_shorten(last['result'], REPLANNER_RESULT_CHARS)}"
+        for times, last in times_done(executed).values()
+        if times > 1
+    ]
+    return template.format(steps="\n".join(lines)) if lines else ""
+
+
+def replanner_briefing(state: PlanExecuteState, repeated_template: str) -> dict[str, str]:
+    """The progress so far, as the replanner's prompt placeholders name it: every result, long
+    ones shortened, so the prompt grows linearly with the steps done, and the steps carried out
+    more than once (`repeated_template`, left out when there are none)."""
+    executed = state.get("executed_steps", [])
+    return {
+        "objective": objective_text(state["messages"]),
+        "plan": format_plan(steps_left(state)),
+        "executed_steps": format_executed_steps(executed, limit=REPLANNER_RESULT_CHARS),
+        "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
+        "repeated": format_repeated_steps(executed, repeated_template),
+    }
+
+
+def executor_briefing(run: StepRun) -> dict[str, str]:
+    """What one step's executor is shown: the objective, its step, the results of the steps
+    it depends on, and the task list."""
+    return {
+        "objective": run["objective"],
+        "step": run["step"]["step"],
+        "dependencies": format_executed_steps(run["dependencies"], empty="(none)"),
+        "tasks": format_task_list(as_task_context(run["tasks_context"])),
+    }

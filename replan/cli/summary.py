@@ -1,0 +1,384 @@
+"""What a stored run is: its status, a summary for scripts (`--json`) and reports for people.
+
+Everything here reads a `StateSnapshot` (plus the settings the CLI stored in its checkpoint
+metadata); nothing talks to a model or writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from langgraph.types import StateSnapshot
+
+from replan.graphs.context import Bounds
+from replan.graphs.conversation import objective_text
+from replan.graphs.graph_state import ANSWER, DecisionFallback, PlanExecuteState, effective_mode
+from replan.graphs.persistence import STARTED_KEY, stored_settings
+from replan.graphs.plan.scheduling import steps_left
+from replan.graphs.plan.views import format_executed_steps, format_plan
+from replan.state import TaskContext, format_task_list
+from replan.state.usage import (
+    TOKEN_FIELDS,
+    Pricing,
+    RunUsage,
+    cost,
+    dollars_text,
+    run_pricing,
+    tally_text,
+    tokens_known,
+    total_tally,
+)
+
+SNIPPET_CHARS = 60
+State = Literal[
+    "finished", "not_finished", "rejected", "waiting_for_approval", "failed", "interrupted"
+]
+_EXCEPTION_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a node failed: the exception's type name and message."""
+
+    node: str
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, node: str, error: Exception | str) -> RunError:
+        """From a live exception, or from the `Type('message')` text a checkpoint keeps."""
+        if isinstance(error, Exception):
+            return cls(node, type(error).__name__, str(error))
+        match = _EXCEPTION_REPR.match(error.strip())
+        if match is None:
+            return cls(node, "", error)
+        try:
+            args = list(ast.literal_eval(f"[{match[2]}]"))
+        except (ValueError, SyntaxError):
+            return cls(node, match[1], match[2])
+        message = str(args[0]) if len(args) == 1 else ", ".join(map(str, args))
+        return cls(node, match[1], message)
+
+    def text(self) -> str:
+        """`message (Type)`, as people read it."""
+        return f"{self.message} ({self.type})" if self.type else self.message
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where a run stands. `nodes` are where it failed or stopped; `stop_reason` is the
+    state's own, set when the run ended without meeting its objective."""
+
+    state: State
+    nodes: tuple[str, ...] = ()
+    stop_reason: str = ""
+    errors: tuple[RunError, ...] = ()
+    after: bool = False
+    """Stopped after `nodes` ran (their writes are saved, the checkpoint that folds them in
+    is not), rather than at them."""
+
+    def text(self) -> str:
+        """finished / not finished (reason) / rejected / waiting for approval / failed at X /
+        interrupted at X (or after X)."""
+        words = self.state.replace("_", " ")
+        if self.stop_reason and self.state == "not_finished":
+            return f"{words} ({self.stop_reason})"
+        if self.nodes:
+            return f"{words} {'after' if self.after else 'at'} {', '.join(self.nodes)}"
+        return words
+
+
+def is_finished(snapshot: StateSnapshot) -> bool:
+    """Whether the run has nothing left to do (met its objective or not).
+
+    Not `not snapshot.next`: `next` leaves out tasks whose writes were saved but not yet folded
+    into a checkpoint (a process killed in between), and such a run must still be resumed.
+    """
+    return not snapshot.tasks
+
+
+def run_status(snapshot: StateSnapshot) -> Status:
+    """The status of the run `snapshot` shows."""
+    if snapshot.interrupts:
+        return Status("waiting_for_approval")
+    if is_finished(snapshot):
+        stop_reason = str(snapshot.values.get("stop_reason") or "")
+        if stop_reason == "rejected":
+            return Status("rejected", stop_reason=stop_reason)
+        return Status("not_finished" if stop_reason else "finished", stop_reason=stop_reason)
+    failed = [task for task in snapshot.tasks if task.error]
+    if failed:
+        errors = tuple(RunError.of(task.name, task.error) for task in failed if task.error)
+        return Status("failed", tuple(task.name for task in failed), errors=errors)
+    if snapshot.next:
+        return Status("interrupted", tuple(snapshot.next))
+    return Status("interrupted", tuple(task.name for task in snapshot.tasks), after=True)
+
+
+def _started_at(snapshot: StateSnapshot) -> str | None:
+    stored = (snapshot.metadata or {}).get(STARTED_KEY)
+    return str(stored) if stored else None
+
+
+def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
+    """The settings the CLI stored with the run, as the run applies them: a bound the run left
+    unset is the graph's default (the CLI builds its graph with the defaults), and the decision
+    mode is the one the run now asks in (the checkpoints written before a fallback still name
+    the mode it started with)."""
+    settings = stored_settings(snapshot.metadata)
+    if not settings:
+        return settings
+    defaults = Bounds()
+    for bound in fields(Bounds):
+        if bound.name in settings and settings[bound.name] is None:
+            settings[bound.name] = getattr(defaults, bound.name)
+    record = snapshot.values.get("decision_mode")
+    if record and settings.get("decision_mode"):
+        settings["decision_mode"] = effective_mode(settings["decision_mode"], record)
+    return settings
+
+
+def fallback_line(fallback: DecisionFallback) -> str:
+    """What a run says when it left a way of asking for decisions: the model server refused
+    it, the model's replies to it kept carrying no decision (`MISTAKES_BEFORE_FALLBACK` in a
+    row, or one run on to the token limit), or the server did not enforce a forced call."""
+    then = f"asking for decisions as {fallback['fallback']} from now on"
+    if fallback.get("reason") == "mistakes":
+        return f"the model's replies to {fallback['asked']} carried no decision; {then}"
+    if fallback.get("reason") == "unenforced":
+        asked = fallback["asked"]
+        return f"the model server sent back as text a call it was forced to make ({asked}); {then}"
+    return f"model server refused {fallback['asked']} (HTTP {fallback['status']}); {then}"
+
+
+def _tasks(snapshot: StateSnapshot) -> TaskContext:
+    return snapshot.values.get("tasks_context") or TaskContext()
+
+
+NODE_ORDER = ("planner", "executor", "replanner", ANSWER)
+"""How usage lists the nodes that call the model (others follow by name)."""
+
+
+def run_prices(snapshot: StateSnapshot, given: Mapping[str, float] | None = None) -> Pricing | None:
+    """The price for the run's cost: `given` (`price_in`, `price_out` from the command line),
+    else the run's stored settings (its own prices, or its model's list price)."""
+    return run_pricing({**(stored_settings(snapshot.metadata) or {}), **(given or {})})
+
+
+def _tally_json(tally: Mapping[str, Any], pricing: Pricing | None) -> dict[str, Any]:
+    """A tally for scripts: token counts are null when no call reported them, and with a
+    price, `cost_usd` (null when unknown)."""
+    known = tokens_known(tally)
+    document: dict[str, Any] = {
+        "calls": tally["calls"],
+        "no_usage": tally["no_usage"],
+        **{name: tally[name] if known else None for name in TOKEN_FIELDS},
+    }
+    if pricing is not None:
+        document["cost_usd"] = cost(tally, pricing.price)
+    return document
+
+
+def _nodes(usage: RunUsage) -> list[str]:
+    names = list(usage.get("nodes") or {})
+    return sorted(names, key=lambda n: (NODE_ORDER.index(n) if n in NODE_ORDER else 99, n))
+
+
+def _step_keys(usage: RunUsage) -> list[str]:
+    return sorted(usage.get("steps") or {}, key=lambda key: (len(key), key))
+
+
+def _step_texts(values: PlanExecuteState) -> dict[str, str]:
+    """The text of every step of the run, by step id as a string."""
+    steps = [*values.get("plan", []), *values.get("executed_steps", [])]
+    return {str(step["id"]): step["step"] for step in steps if "id" in step}
+
+
+def usage_summary(values: PlanExecuteState, pricing: Pricing | None) -> dict[str, Any]:
+    """The run's usage for scripts: `total`, per `nodes` and per `steps` (by step id, with the
+    step's text), and the `pricing` used (null without one)."""
+    usage = values.get("usage") or RunUsage()
+    steps, texts = usage.get("steps") or {}, _step_texts(values)
+    nodes = usage.get("nodes") or {}
+    return {
+        "total": _tally_json(total_tally(usage), pricing),
+        "nodes": {node: _tally_json(nodes[node], pricing) for node in _nodes(usage)},
+        "steps": {
+            key: {"step": texts.get(key, ""), **_tally_json(steps[key], pricing)}
+            for key in _step_keys(usage)
+        },
+        "pricing": None
+        if pricing is None
+        else {
+            "source": pricing.source,
+            "input_per_million": pricing.price.input,
+            "cached_input_per_million": pricing.price.cached_input,
+            "output_per_million": pricing.price.output,
+        },
+    }
+
+
+def _usage_line(label: str, tally: Mapping[str, Any], pricing: Pricing | None) -> str:
+    text = f"{label}: {tally_text(tally)}"
+    if pricing is not None:
+        text += f"; cost {dollars_text(cost(tally, pricing.price), tally)}"
+    return text
+
+
+def usage_report(values: PlanExecuteState, pricing: Pricing | None) -> str:
+    """The run's usage for people: the total (and its cost with a price), then each node, the
+    executor's line followed by one per step; "unknown" where tokens were not reported."""
+    usage = values.get("usage") or RunUsage()
+    texts = _step_texts(values)
+    total = total_tally(usage)
+    if not total["calls"]:
+        return "no model calls recorded"
+    lines = [_usage_line("total", total, pricing)]
+    if pricing is not None:
+        lines[0] += f" ({pricing.source})"
+    steps = usage.get("steps") or {}
+    for node in _nodes(usage):
+        lines.append(_usage_line(node, (usage.get("nodes") or {})[node], pricing))
+        if node == "executor":
+            lines += [
+                "  "
+                + _usage_line(
+                    f"step {key} ({first_line(texts.get(key, ''), SNIPPET_CHARS)})",
+                    steps[key],
+                    pricing,
+                )
+                for key in _step_keys(usage)
+            ]
+    return "\n".join(lines)
+
+
+def summarize(
+    thread_id: str,
+    snapshot: StateSnapshot,
+    failure: Exception | None = None,
+    prices: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """The run as one JSON-ready document, keyed by the state's own names.
+
+    `failure` is an error the caller saw that the checkpoint does not show (then the run is
+    reported failed with it); `prices` (`price_in`, `price_out`) override the run's own.
+    """
+    values = cast(PlanExecuteState, snapshot.values)
+    status = run_status(snapshot)
+    errors = [vars(error) for error in status.errors]
+    if failure is not None and not errors:
+        status = Status("failed", status.nodes)
+        errors = [vars(RunError.of("", failure))]
+    review = snapshot.interrupts[0].value if snapshot.interrupts else None
+    return {
+        "thread_id": thread_id,
+        "status": status.state,
+        "stop_reason": status.stop_reason,
+        "nodes": list(status.nodes),
+        "objective": objective_text(values.get("messages", [])),
+        "plan": [] if status.state == "rejected" else steps_left(values),
+        "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
+        "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
+        "response": values.get("response", ""),
+        "recovered_calls": values.get("recovered_calls", 0),
+        "corrected_mistakes": values.get("corrected_mistakes", 0),
+        "reused_calls": values.get("reused_calls", 0),
+        "usage": usage_summary(values, run_prices(snapshot, prices)),
+        "review": review,
+        "error": errors[0] if errors else None,
+        "settings": run_settings(snapshot),
+        "decision_mode": values.get("decision_mode"),
+        "started_at": _started_at(snapshot),
+        "updated_at": snapshot.created_at,
+    }
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first non-blank line of `text`, cut to `limit` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def local_time(timestamp: str | None) -> str:
+    """An ISO-8601 timestamp as local `YYYY-MM-DD HH:MM:SS`, or "-"."""
+    if not timestamp:
+        return "-"
+    return datetime.fromisoformat(timestamp).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def describe_run(
+    thread_id: str, snapshot: StateSnapshot, prices: Mapping[str, float] | None = None
+) -> str:
+    """A multi-line report of a stored run: status (and why it failed), times, settings,
+    objective, steps, plan, tasks, model usage (and cost, see `run_prices`) and answer."""
+    values = cast(PlanExecuteState, snapshot.values)
+    status = run_status(snapshot)
+    parts = [f"Thread: {thread_id}", f"Status: {status.text()}"]
+    parts += [f"Error: {error.text()}" for error in status.errors]
+    parts += [
+        f"Started: {local_time(_started_at(snapshot))}",
+        f"Updated: {local_time(snapshot.created_at)}",
+    ]
+    if settings := run_settings(snapshot):
+        lines = "\n".join(
+            f"{key}: {'(not set)' if value is None else value}" for key, value in settings.items()
+        )
+        parts.append(f"Settings:\n{_indent(lines)}")
+    if record := values.get("decision_mode"):
+        lines = "\n".join(fallback_line(fallback) for fallback in record["fallbacks"])
+        parts.append(f"Decisions asked as {record['mode']}:\n{_indent(lines)}")
+    parts += [
+        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
+        f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
+        _plan_part(status, values),
+        f"Tasks:\n{_indent(format_task_list(_tasks(snapshot), empty='(none)'))}",
+        f"Usage:\n{_indent(usage_report(values, run_prices(snapshot, prices)))}",
+    ]
+    if recovered := values.get("recovered_calls", 0):
+        parts.append(f"Tool calls read from the model's text: {recovered}")
+    if mistakes := values.get("corrected_mistakes", 0):
+        parts.append(f"Model mistakes corrected: {mistakes}")
+    if reused := values.get("reused_calls", 0):
+        parts.append(f"Tool calls not made again (an earlier step's result reused): {reused}")
+    if values.get("response"):
+        title = "Answer" if status.state == "finished" else "Report"
+        parts.append(f"{title}:\n{_indent(values['response'])}")
+    return "\n".join(parts)
+
+
+def _plan_part(status: Status, values: PlanExecuteState) -> str:
+    """The steps still to do, or the plan a reviewer rejected (none of it is to do)."""
+    if status.state == "rejected":
+        rejected = format_plan(values.get("plan", []))
+        return f"Plan (rejected at review, not carried out):\n{_indent(rejected)}"
+    return f"Plan (steps still to do):\n{_indent(format_plan(steps_left(values)))}"
+
+
+THREADS_HEADER = ("THREAD", "STATUS", "UPDATED", "OBJECTIVE")
+
+
+def threads_table(runs: list[tuple[str, StateSnapshot]]) -> str:
+    """A header and one aligned row per run: thread id, status, last update, objective."""
+    rows = [THREADS_HEADER] + [
+        (
+            thread_id,
+            run_status(snapshot).text(),
+            local_time(snapshot.created_at),
+            first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS),
+        )
+        for thread_id, snapshot in runs
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(THREADS_HEADER) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    )
