@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, TypeVar, get_args
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -86,6 +87,23 @@ def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | N
     return float(value)
 
 
+C = TypeVar("C")
+
+
+def _records_given_fields(cls: type[C]) -> type[C]:
+    """`cls` (a dataclass) whose instances remember which fields their caller gave (`given`):
+    a run's settings are its saved ones with only those fields changed (`run_context`)."""
+    generated: Callable[..., None] = cls.__init__  # type: ignore[misc]
+
+    def __init__(self: Any, **values: Any) -> None:
+        generated(self, **values)
+        self._given = frozenset(values)
+
+    cls.__init__ = __init__  # type: ignore[misc]
+    return cls
+
+
+@_records_given_fields
 @dataclass(kw_only=True)
 class Context:
     """How to reach the chat model, how far a run may go, how many steps run at once, when the
@@ -284,9 +302,31 @@ class Context:
         if (self.price_in is None) != (self.price_out is None):
             raise ValueError("price_in and price_out go together: give both or neither")
 
+    @property
+    def given(self) -> frozenset[str]:
+        """The fields the caller gave (the others took their defaults)."""
+        given: frozenset[str] = getattr(self, "_given", frozenset())
+        return given
+
     def settings(self) -> dict[str, Any]:
         """The fields as plain values (no secrets live here), e.g. to store with a run."""
         return asdict(self)
+
+
+SETTING_NAMES = frozenset(f.name for f in fields(Context))
+"""The names of `Context`'s settings."""
+
+
+def run_context(given: Context | None, saved: Mapping[str, Any] | None) -> Context:
+    """The settings a node of a run works with: the run's `saved` settings, with the fields
+    the caller `given` now changed; without saved settings (a run's first node), the caller's
+    context, or one of defaults (read from the environment here, once per run)."""
+    if saved is None:
+        return given if given is not None else Context()
+    values = {name: value for name, value in saved.items() if name in SETTING_NAMES}
+    if given is not None:
+        values.update({name: getattr(given, name) for name in given.given})
+    return Context(**values)
 
 
 @dataclass(frozen=True, kw_only=True)

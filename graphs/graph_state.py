@@ -36,9 +36,22 @@ from replan.state.tasks import TaskContext
 from replan.state.usage import RunUsage, merge_usage
 from replan.tools.task_state import TasksState
 
+PLANNER: Literal["planner"] = "planner"
+REVIEW: Literal["review_plan"] = "review_plan"
+EXECUTOR: Literal["executor"] = "executor"
+REPLANNER: Literal["replanner"] = "replanner"
 ANSWER: Literal["answer"] = "answer"
+"""The graph's nodes, by name."""
+ACT: Literal["act"] = "act"
+"""The node of an executor's tool loop that asks the model."""
+MODEL_NODES = frozenset({PLANNER, REPLANNER, ANSWER, ACT})
+"""The nodes that ask the model."""
 
-EXECUTOR = "executor"
+
+def latest(_: Any, new: Any) -> Any:
+    """A channel's reducer that keeps the value written last (parallel steps may each write
+    the same one)."""
+    return new
 
 
 class PlannedStep(TypedDict):
@@ -168,6 +181,10 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     instead of calling the tool again; kept in the state, not in the output."""
     decision_mode: DecisionModeRecord
     usage: Annotated[RunUsage, merge_usage]
+    settings: Annotated[dict[str, Any], latest]
+    """The run's `Context` as plain values, saved by its first node: a resume or approval that
+    gives no context goes on with them, one that gives some fields changes only those
+    (`replan.graphs.context.run_context`)."""
 
 
 class StepRun(TypedDict):
@@ -183,6 +200,7 @@ class StepRun(TypedDict):
     tasks_context: TaskContext
     earlier_calls: NotRequired[list[ExecutedStep]]
     decision_mode: NotRequired[DecisionMode]
+    settings: NotRequired[dict[str, Any]]
 
 
 class ExecutorState(TasksState, total=False):
@@ -194,6 +212,8 @@ class ExecutorState(TasksState, total=False):
     tokens."""
 
     step: str
+    max_steps: int
+    """The most model calls the step may make (`Context.executor_max_steps`)."""
     builds_on: bool
     """Whether the step was given the results of earlier steps."""
     model_calls: int

@@ -35,10 +35,14 @@ from replan.graphs.context import (
     MAX_CONCURRENCY,
     Bounds,
     Context,
+    run_context,
 )
 from replan.graphs.graph_state import (
     ANSWER,
     EXECUTOR,
+    PLANNER,
+    REPLANNER,
+    REVIEW,
     PlanExecuteInput,
     PlanExecuteOutput,
     PlanExecuteState,
@@ -48,6 +52,7 @@ from replan.graphs.nodes.answer import Answerer, writes_answer
 from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.executor import Executor
 from replan.graphs.nodes.planner import Planner
+from replan.graphs.nodes.replanner import Replanner
 from replan.graphs.nodes.review import PlanReviewNode
 from replan.graphs.plan.scheduling import wave
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
@@ -119,9 +124,8 @@ def after_planner(
     state: PlanExecuteState, runtime: Runtime[Context]
 ) -> Literal["review_plan"] | list[Send]:
     """Go to the human review when the run's context asks for it, else start the first wave."""
-    if runtime.context is not None and runtime.context.approve_plan:
-        return "review_plan"
-    return wave(state, runtime.context)
+    context = run_context(runtime.context, state.get("settings"))
+    return REVIEW if context.approve_plan else wave(state, context)
 
 
 def after_replanner(
@@ -129,9 +133,10 @@ def after_replanner(
 ) -> Literal["__end__", "answer"] | list[Send]:
     """Once there is a response, write the answer (plain-text answers) or end; otherwise start
     the next wave of steps."""
-    if writes_answer(state, runtime.context):
+    context = run_context(runtime.context, state.get("settings"))
+    if writes_answer(state, context):
         return ANSWER
-    return "__end__" if state.get("response") else wave(state, runtime.context)
+    return END if state.get("response") else wave(state, context)
 
 
 def build_plan_execute_graph(
@@ -181,23 +186,26 @@ def build_plan_execute_graph(
     shared = open_task_store(task_store) if task_store is not None else None
     offers = tool_offers(check_tools(tools), language, shared)
     planner = Planner(model, offers, texts, bounds, shared)
-    executor = Executor(model, offers, texts, bounds, shared)
+    durable = checkpointer is not None and checkpointer is not False
+    executor = Executor(model, offers, texts, bounds, shared, checkpointed=durable)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,
         input_schema=PlanExecuteInput,
         output_schema=PlanExecuteOutput,
     )
-    builder.add_node("planner", dual_node(planner.planner))
-    review = PlanReviewNode(texts, planner.tool_steps)
-    builder.add_node("review_plan", review, destinations=(EXECUTOR, END))
+    builder.add_node(PLANNER, dual_node(planner.planner, saves_settings=True))
+    builder.add_node(
+        REVIEW, PlanReviewNode(texts, planner.tool_steps), destinations=(EXECUTOR, END)
+    )
     builder.add_node(EXECUTOR, dual_node(executor.executor))
-    builder.add_node("replanner", dual_node(planner.replanner))
+    replanner = Replanner(model, offers, texts, bounds, shared)
+    builder.add_node(REPLANNER, dual_node(replanner.replanner, saves_settings=True))
     builder.add_node(ANSWER, dual_node(Answerer(model, offers, texts, bounds).answer))
-    builder.add_edge(START, "planner")
-    builder.add_conditional_edges("planner", after_planner, ["review_plan", EXECUTOR])
-    builder.add_edge(EXECUTOR, "replanner")
-    builder.add_conditional_edges("replanner", after_replanner, [EXECUTOR, ANSWER, END])
+    builder.add_edge(START, PLANNER)
+    builder.add_conditional_edges(PLANNER, after_planner, [REVIEW, EXECUTOR])
+    builder.add_edge(EXECUTOR, REPLANNER)
+    builder.add_conditional_edges(REPLANNER, after_replanner, [EXECUTOR, ANSWER, END])
     builder.add_edge(ANSWER, END)
     compiled = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     # The thread pool of sync runs must hold a whole wave; `max_concurrency` in the run's

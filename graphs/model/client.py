@@ -131,11 +131,9 @@ def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
     )
 
 
-def resolve_model(
-    model: BaseChatModel | None, context: Context | None, max_tokens: int
-) -> BaseChatModel:
+def resolve_model(model: BaseChatModel | None, context: Context, max_tokens: int) -> BaseChatModel:
     """The caller's `model` if given (as it is: its own settings apply), else a `ChatOpenAI`
     built from the run's context, its replies bounded to `max_tokens` tokens."""
     if model is not None:
         return model
-    return chat_model_from_context(context or Context(), max_tokens)
+    return chat_model_from_context(context, max_tokens)

@@ -409,10 +409,9 @@ class DecisionModes:
     changed: bool = False
 
     @classmethod
-    def of_run(cls, context: Context | None, state: PlanExecuteState) -> DecisionModes:
+    def of_run(cls, context: Context, state: PlanExecuteState) -> DecisionModes:
         """The modes of the run whose context and state these are."""
-        requested = (context or Context()).decision_mode
-        return cls(requested, state.get("decision_mode"))
+        return cls(context.decision_mode, state.get("decision_mode"))
 
     @property
     def mode(self) -> DecisionMode:
@@ -484,6 +483,7 @@ def _ask(
     tools: Sequence[DecisionTool],
     prompts: Prompts,
     modes: DecisionModes,
+    context: Context,
 ) -> Steps[tuple[Request, AIMessage]]:
     """One model turn asking for a decision, in the run's mode or, if the server refuses
     that, the first later mode it accepts."""
@@ -494,7 +494,9 @@ def _ask(
         if any(request.asked == refused.asked for refused, _, _ in refusals):
             continue  # this mode asks the same of the server (one decision: a named choice)
         try:
-            reply = yield from ask_model(request.model, request.messages, request.offered())
+            reply = yield from ask_model(
+                request.model, request.messages, context, request.offered()
+            )
         except ModelUnavailableError as exc:
             status = refusal_status(exc)
             if status is None:
@@ -542,7 +544,7 @@ def decide(
     node: str,
     prompts: Prompts,
     retries: int,
-    max_tokens: int,
+    context: Context,
     modes: DecisionModes | None = None,
 ) -> Steps[Decision]:
     """Ask `model` for exactly one of `tools`; correct and retry up to `retries` times (in each
@@ -550,23 +552,23 @@ def decide(
     asked for, the run falls back to another mode, see the module docstring).
 
     `modes` says how to ask (default: `tool_required`) and records a fallback. A reply cut off
-    at its `max_tokens` limit is a mistake (the model is told so), unless its decision was
-    written as text that still parses whole: a small model may run on after a JSON object. A
-    tool call cut off is never taken: the client reads streamed arguments leniently, so a
-    truncated call could pass for a whole one.
+    at the run's `decision_max_tokens` limit is a mistake (the model is told so), unless its
+    decision was written as text that still parses whole: a small model may run on after a
+    JSON object. A tool call cut off is never taken: the client reads streamed arguments
+    leniently, so a truncated call could pass for a whole one.
     """
     modes = modes or DecisionModes()
     conversation = list(messages)
     recovered = mistakes = attempts = in_a_row = 0
     while True:
-        request, reply = yield from _ask(model, conversation, tools, prompts, modes)
+        request, reply = yield from _ask(model, conversation, tools, prompts, modes, context)
         recovered += recovered_calls(reply)
         try:
             decision = Decision(request.read(reply), recovered, mistakes)
         except ModelMistake as exc:
             mistake = exc
             if cut_off(reply):
-                problem = prompts.reply_cut_off.format(max_tokens=max_tokens)
+                problem = prompts.reply_cut_off.format(max_tokens=context.decision_max_tokens)
                 mistake = ModelMistake(problem, _reply_preview(reply), form=True)
         else:
             if recovered_calls(reply) and request.kind != "json":

@@ -17,14 +17,14 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from replan.graphs.context import DEFAULT_TASK_TOOLS, TASK_TOOLS_CHOICES, Context, TaskToolsChoice
+from replan.graphs.context import TASK_TOOLS_CHOICES, TaskToolsChoice
 from replan.graphs.model.text_calls import OfferedTools
 from replan.state.task_store import TaskStore
 from replan.tools.calculator import is_computing
 from replan.tools.task_descriptions import Language
 from replan.tools.task_tools import task_tools
 
-NO_TOOLS = "(none)"
+NO_TOOLS_LISTED = "(none)"
 """How a prompt's tool list reads when there are no tools."""
 
 
@@ -49,13 +49,13 @@ class ToolOffer:
 
     @property
     def names(self) -> str:
-        """The tool names, comma-separated (NO_TOOLS when there are none)."""
-        return ", ".join(tool.name for tool in self.tools) or NO_TOOLS
+        """The tool names, comma-separated (NO_TOOLS_LISTED when there are none)."""
+        return ", ".join(tool.name for tool in self.tools) or NO_TOOLS_LISTED
 
     @property
     def listing(self) -> str:
         """One line per tool, name and description, for the planner's prompt."""
-        return "\n".join(f"- {t.name}: {t.description}" for t in self.tools) or NO_TOOLS
+        return "\n".join(f"- {t.name}: {t.description}" for t in self.tools) or NO_TOOLS_LISTED
 
     def computing_note(self, template: str) -> str:
         """`template` (a prompt's `{computing}` text) with its `{tools}` naming the computing
@@ -83,8 +83,3 @@ def tool_offers(
         choice: ToolOffer(tuple([*tools, *added[choice]]), bool(added[choice]), own)
         for choice in TASK_TOOLS_CHOICES
     }
-
-
-def chosen(context: Context | None) -> TaskToolsChoice:
-    """The run's `task_tools` choice (the default one without a context)."""
-    return context.task_tools if context is not None else DEFAULT_TASK_TOOLS

@@ -20,7 +20,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.retry import ExponentialJitterParams
 from langgraph.config import get_stream_writer
-from langgraph.runtime import get_runtime
 
 from replan.graphs.context import Context
 from replan.graphs.model.failures import UnusableReplyError, _checkpoint_namespace, model_errors
@@ -39,17 +38,17 @@ def cut_off(reply: AIMessage) -> bool:
 def ask_model(
     model: Runnable[LanguageModelInput, BaseMessage],
     messages: Sequence[BaseMessage],
+    context: Context,
     offered: OfferedTools | None = None,
 ) -> Steps[AIMessage]:
     """One model turn over `messages` (its tokens stream in `stream_mode="messages"`); the
     usage its reply reports is counted for the node (`replan.graphs.nodes.driver`).
 
     A reply that is not a usable chat completion is asked for again, as often as the run's
-    `Context.max_retries` lets the client retry a failing server. With the `offered` tools
+    `context.max_retries` lets the client retry a failing server. With the `offered` tools
     named and `Context.recover_text_calls` on, tool calls the model wrote as text become the
     reply's `tool_calls` (`replan.graphs.model.text_calls`), announced as a custom stream event.
     """
-    context = get_runtime(Context).context or Context()
     retrying = model.with_retry(
         retry_if_exception_type=(UnusableReplyError,),
         exponential_jitter_params=RETRY_BACKOFF,

@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
 
-from replan.graphs.context import DEFAULT_ANSWER, Context
+from replan.graphs.context import Context
 from replan.graphs.conversation import objective_text
 from replan.graphs.graph_state import PlanExecuteState
 from replan.graphs.model.client import resolve_model
@@ -27,32 +26,31 @@ from replan.graphs.nodes.base import ModelNode
 from replan.graphs.nodes.driver import Steps
 from replan.graphs.plan.views import format_executed_steps
 
-"""The node's name."""
 ANSWER_RESULT_CHARS = 2000
 """How much of each step's result the answer's prompt shows."""
 
 
-def writes_answer(state: PlanExecuteState, context: Context | None) -> bool:
+def writes_answer(state: PlanExecuteState, context: Context) -> bool:
     """Whether the run's response is still to be written by the `answer` node: the replanner
     responded (no stop reason) and the run writes its answer in plain text."""
-    answer = context.answer if context is not None else DEFAULT_ANSWER
-    return bool(state.get("response")) and not state.get("stop_reason") and answer == "plain"
+    return (
+        bool(state.get("response")) and not state.get("stop_reason") and context.answer == "plain"
+    )
 
 
 class Answerer(ModelNode):
     """The `answer` node, with the graph's model and prompts."""
 
-    def answer(self, state: PlanExecuteState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+    def answer(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
         """Write the final answer from the objective and the steps' results (a plain request;
         the reply is bounded like a decision's)."""
-        context = runtime.context or Context()
         results = format_executed_steps(state.get("executed_steps", []), limit=ANSWER_RESULT_CHARS)
         task = self.prompts.answer_task.format(
             objective=objective_text(state["messages"]), executed_steps=results
         )
         model = resolve_model(self.model, context, context.decision_max_tokens)
         messages = [SystemMessage(self.prompts.answer), HumanMessage(task)]
-        reply = yield from ask_model(model, messages)
+        reply = yield from ask_model(model, messages, context)
         text = reply.text.strip()  # a reply run on to its token limit keeps what it wrote
         if not text:
             return {"response": f"{state.get('response', '')}\n\n{results}".strip()}

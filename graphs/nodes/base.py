@@ -1,4 +1,5 @@
-"""What every node that asks the model is built with (the planner's and the executor's)."""
+"""What every node that asks the model is built with: the model, the tools offered, the
+prompts, the graph's default bounds and the shared task list's store."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import functools
 from langchain_core.language_models import BaseChatModel
 
 from replan.graphs.context import Bounds, Context
-from replan.graphs.model.offers import ToolOffers
+from replan.graphs.model.offers import ToolOffer, ToolOffers
+from replan.graphs.plan.decisions import Decisions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.prompts import Prompts
 from replan.state.task_store import TaskStore
@@ -37,6 +39,15 @@ class ModelNode:
         """The caller's own tools as tool steps may call them (the offer without task tools)."""
         return OwnTools(self.offers["none"].tools)
 
-    def tool_steps(self, context: Context | None) -> OwnTools:
+    @functools.cached_property
+    def decisions(self) -> Decisions:
+        """The `plan` and `respond` decisions, in this graph's prompts, for its own tools."""
+        return Decisions(self.prompts, self.own_tools)
+
+    def tool_steps(self, context: Context) -> OwnTools:
         """The tools a run's plans may call as tool steps: none with `tool_steps="off"`."""
-        return self.own_tools if (context or Context()).tool_steps == "auto" else NO_TOOLS
+        return self.own_tools if context.tool_steps == "auto" else NO_TOOLS
+
+    def offer(self, context: Context) -> ToolOffer:
+        """The tools the run's executor is offered (`Context.task_tools`)."""
+        return self.offers[context.task_tools]

@@ -12,15 +12,15 @@ under the node's name, so every model call is counted where it was made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import Runnable, RunnableLambda
-from langgraph.runtime import Runtime, get_runtime
+from langgraph.runtime import get_runtime
 
-from replan.graphs.context import Context
+from replan.graphs.context import Context, run_context
 from replan.state.usage import Tally, add_tallies, call_tally, empty_tally, node_usage
 
 T = TypeVar("T")
@@ -120,19 +120,33 @@ def _with_usage(node: str, update: T, tally: Tally) -> T:
     return cast(T, {**update, "usage": node_usage(node, tally)})
 
 
-def dual_node(steps: Callable[[S, Runtime[Context]], Steps[T]]) -> RunnableLambda[S, T]:
-    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`); its
-    update carries the usage of its model calls (see the module docstring)."""
+def dual_node(
+    steps: Callable[[S, Context], Steps[T]], *, saves_settings: bool = False
+) -> RunnableLambda[S, T]:
+    """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`), with the
+    run's settings (`run_context`: the saved ones, changed by the fields the caller gave); its
+    update carries the usage of its model calls (see the module docstring) and, for a node that
+    `saves_settings`, the settings when the run had none saved or the caller changed some."""
     node = steps.__name__
 
+    def prepared(state: S) -> tuple[Context, dict[str, Any] | None]:
+        saved = state.get("settings") if isinstance(state, Mapping) else None
+        return run_context(get_runtime(Context).context, saved), saved
+
+    def finished(update: T, meter: Meter, context: Context, saved: Any) -> T:
+        update = _with_usage(node, update, meter.tally)
+        if saves_settings and isinstance(update, dict) and context.settings() != saved:
+            return cast(T, {**update, "settings": context.settings()})
+        return update
+
     def run(state: S) -> T:
+        context, saved = prepared(state)
         meter = Meter()
-        update = drive(steps(state, get_runtime(Context)), meter)
-        return _with_usage(node, update, meter.tally)
+        return finished(drive(steps(state, context), meter), meter, context, saved)
 
     async def arun(state: S) -> T:
+        context, saved = prepared(state)
         meter = Meter()
-        update = await adrive(steps(state, get_runtime(Context)), meter)
-        return _with_usage(node, update, meter.tally)
+        return finished(await adrive(steps(state, context), meter), meter, context, saved)
 
     return RunnableLambda(run, afunc=arun, name=steps.__name__)

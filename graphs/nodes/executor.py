@@ -1,173 +1,59 @@
-"""The executor node: carries out one plan step in a bounded tool-calling loop (a tool step:
-one direct call of its tool, no model; `replan.graphs.plan.tool_steps`).
+"""The `executor` node: carries out one plan step, a text step in its tool loop
+(`replan.graphs.nodes.tool_loop`) or a tool step with one direct call
+(`replan.graphs.nodes.tool_step`).
 
-Each step that can start runs as its own `executor` task (a LangGraph `Send`, see `wave`), so
-the steps of a wave run side by side, at most `Context.max_concurrency` at a time. A branch gets
-a `StepRun`: the objective, its step, the results of the steps it depends on and the task list;
-it returns its step's result, the usage of the step's model calls (attributed to the step), how
-many tool calls written as text it recovered and how many mistaken replies it corrected and,
-when it changed the task list, a `TaskReplay` that the state merges with the other branches'
-changes (`replan.graphs.plan.task_merge`).
-
-The loop is a small compiled graph (`act` → prebuilt `ToolNode` → `act` …) over its own
-`messages` and `tasks_context`, so the task tools see the state they need and parallel tool
-calls of one model turn are handled by `ToolNode` (a call to an unknown tool gets its error
-reply there). A call whose arguments are not valid JSON never reaches `ToolNode`: `act` answers
-it with an error `ToolMessage` so the model can call again. Tool calls the model wrote as text
-are run like real ones (`replan.graphs.model.text_calls`, with `Context.recover_text_calls`); a
-reply whose text looks like a call that cannot be read (an unknown tool, broken JSON) is not
-taken as the step's result: the model is told so and asked again. Nor, once per step, is a
-report that says the step failed or gives figures no tool or earlier result showed, when the
-run has tools of its own and none of them was called in the step (`Executor.reminder`): the
-model is reminded of those tools and asked again, with the tool forced by name when it is the
-run's only one or the only one the step names. The loop stops when the
-model answers in prose without tool calls, when its reply was cut off at the token limit, or
-after `max_steps` model calls; in the last two cases the step's result says plainly that it is
-unfinished and shows what the model had written and the last tool results, and the replanner
-decides.
+Each step that can start runs as its own `executor` task (a LangGraph `Send`,
+`replan.graphs.plan.scheduling.wave`), so the steps of a wave run side by side, at most
+`Context.max_concurrency` at a time. A branch gets a `StepRun`: the objective, its step, the
+results of the steps it depends on and the task list; it returns its step's result, the usage
+of the step's model calls (attributed to the step), how many tool calls written as text it
+recovered and how many mistaken replies it corrected and, when it changed the task list, a
+`TaskReplay` that the state merges with the other branches' changes
+(`replan.graphs.plan.task_merge`).
 """
 
 from __future__ import annotations
 
-import functools
-import warnings
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-)
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langgraph.graph import START, StateGraph
-from langgraph.prebuilt import ToolNode
-from langgraph.runtime import Runtime
+from langchain_core.messages import AIMessage, HumanMessage
 
-from replan.graphs.context import (
-    JSON_MODES,
-    MAX_BOUND,
-    Context,
-    DecisionMode,
-    TaskToolsChoice,
-)
-from replan.graphs.graph_state import (
-    EXECUTOR,
-    ExecutedStep,
-    ExecutorState,
-    StepRun,
-    StepStatus,
-)
-from replan.graphs.model.client import resolve_model
-from replan.graphs.model.decision_modes import bind_json, json_value
-from replan.graphs.model.offers import ToolOffer, chosen
-from replan.graphs.model.text_calls import recovered_calls, text_call_problem
-from replan.graphs.model.turn import ask_model, cut_off, with_distinct_call_ids
-from replan.graphs.nodes.base import ModelNode
-from replan.graphs.nodes.driver import Call, Steps, dual_node
-from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
+from replan.graphs.context import Context
+from replan.graphs.graph_state import EXECUTOR, ExecutedStep, StepRun
+from replan.graphs.model.text_calls import recovered_calls
+from replan.graphs.nodes.driver import Call, Steps
+from replan.graphs.nodes.tool_loop import ToolLoop, corrected_mistakes
+from replan.graphs.nodes.tool_step import run_tool_step
 from replan.graphs.plan.task_merge import read_shared_tasks, task_replay
-from replan.graphs.plan.tool_steps import format_call, references, same_call, substitute
 from replan.graphs.plan.views import executor_briefing
 from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
 
-# The loop always runs with durability "exit" (see `Executor.compile`); in a run without a
-# checkpointer LangGraph warns that durability then has no effect, which is expected here.
-warnings.filterwarnings(
-    "ignore", message="`durability` has no effect when no checkpointer", category=UserWarning
-)
 
-PROGRESS_RESULTS = 3
-PROGRESS_CHARS = 500
-INVALID_ARGUMENTS = (
-    "Error: the arguments of this `{name}` call were not valid JSON, so it did not run. "
-    "Call `{name}` again with the arguments as a JSON object."
-)
-"""How many unexplained figures a tool reminder quotes."""
+class Executor(ToolLoop):
+    """The `executor` node, running text steps in its tool loops."""
 
-
-def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
-    """An error reply for each tool call of `reply` whose arguments did not parse."""
-    return [
-        ToolMessage(
-            INVALID_ARGUMENTS.format(name=call.get("name") or "tool"),
-            tool_call_id=call.get("id") or "",
-            name=call.get("name") or "tool",
-            status="error",
-        )
-        for call in reply.invalid_tool_calls
-    ]
-
-
-def corrected_mistakes(loop: ExecutorState) -> int:
-    """How many of the loop's replies were corrected and asked again: those `act` answered
-    with a correction, unless the loop ended on that correction (its budget spent or the reply
-    cut off), which the model then never read."""
-    unread = bool(loop["messages"]) and not isinstance(loop["messages"][-1], AIMessage)
-    return loop.get("corrected_mistakes", 0) - unread
-
-
-def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
-    """The model's latest turn in `messages`."""
-    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-
-
-class Executor(ModelNode):
-    """The `executor` node and the inner tool loop it runs for each step.
-
-    A loop and a system prompt are built once per tool offer (`Context.task_tools`); a run uses
-    the ones its context chose, so its `ToolNode` runs exactly the tools the model was offered.
-    """
-
-    @functools.cached_property
-    def systems(self) -> dict[TaskToolsChoice, str]:
-        """The executor's system prompt for each tool offer."""
-        return {
-            choice: self.prompts.executor.format(
-                tools=offer.names,
-                task_tools=self.prompts.executor_task_tools if offer.has_task_tools else "",
-                computing=offer.computing_note(self.prompts.executor_computing),
-            )
-            for choice, offer in self.offers.items()
-        }
-
-    @functools.cached_property
-    def loops(self) -> dict[TaskToolsChoice, Runnable[Any, Any]]:
-        """The compiled tool loop for each tool offer (it runs exactly the offered tools)."""
-        return {choice: self.compile(offer.tools) for choice, offer in self.offers.items()}
-
-    def executor(self, run: StepRun, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        """Carry out one step with the tools and record its result, its model usage (and
-        task-list changes).
-
-        The inner loop inherits the run's context (and its sync or async mode).
-        """
+    def executor(self, run: StepRun, context: Context) -> Steps[dict[str, Any]]:
+        """Carry out one step and record its result, its model usage (and task-list changes).
+        The tool loop runs with the run's settings (and in its sync or async mode)."""
         if "tool" in run["step"]:
-            return (yield from self.tool_step(run))
+            return (yield from run_tool_step(run, self.tool_steps(context), self.prompts))
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         if self.task_store is not None:  # the shared list as it is now, not as the wave began
             tasks = yield read_shared_tasks(self.task_store)
             run = {**run, "tasks_context": tasks}
-        brief = self.prompts.executor_task.format(**executor_briefing(run))
-        loop = self.loops[chosen(runtime.context)]
+        max_steps = self.bounds.for_run(context).executor_max_steps
         start = {
-            "messages": [HumanMessage(brief)],
+            "messages": [HumanMessage(self.prompts.executor_task.format(**executor_briefing(run)))],
             "tasks_context": tasks,
             "step": step["step"],
+            "max_steps": max_steps,
             "builds_on": bool(run["dependencies"]),
             "forced_as": run.get("decision_mode", "tool_required"),
         }
-        done = yield Call(loop, start)
-        context = runtime.context or Context()
-        max_steps = self.bounds.for_run(context).executor_max_steps
-        result, status = self.step_result(done["messages"], max_steps, context.executor_max_tokens)
+        done = yield Call(self.for_run(context), start)
+        messages = done["messages"]
+        result, status = self.step_result(messages, max_steps, context.executor_max_tokens)
         executed: ExecutedStep = {
             "id": step["id"],
             "step": step["step"],
@@ -175,197 +61,13 @@ class Executor(ModelNode):
             "status": status,
         }
         update: dict[str, Any] = {"executed_steps": [executed]}
-        recovered = sum(recovered_calls(m) for m in done["messages"] if isinstance(m, AIMessage))
-        if recovered:
+        if recovered := sum(recovered_calls(m) for m in messages if isinstance(m, AIMessage)):
             update["recovered_calls"] = recovered
         if mistakes := corrected_mistakes(done):
             update["corrected_mistakes"] = mistakes
         if done.get("usage"):
-            used = total_tally(done["usage"])
-            update["usage"] = step_usage(EXECUTOR, step["id"], used)
-        replay = None if self.task_store else task_replay(tasks, done["messages"])
+            update["usage"] = step_usage(EXECUTOR, step["id"], total_tally(done["usage"]))
+        replay = None if self.task_store else task_replay(tasks, messages)
         if replay is not None:
             update["tasks_context"] = replay
         return update
-
-    def tool_step(self, run: StepRun) -> Steps[dict[str, Any]]:
-        """Carry out a tool step: call its tool once, with its references replaced, and record
-        the tool's answer (`replan.graphs.plan.tool_steps`); no model call. A call an earlier step
-        already made takes that step's result instead."""
-        step = run["step"]
-        tool, args = step.get("tool", ""), step.get("args") or {}
-        results = {done["id"]: done for done in run["dependencies"] if "id" in done}
-
-        def record(result: str, status: StepStatus, called: dict[str, Any]) -> ExecutedStep:
-            shown = format_call(tool, called) if called is not args else step["step"]
-            return {"id": step["id"], "step": shown, "result": result, "status": status,
-                    "tool": tool, "args": called}  # fmt: skip
-
-        unready = sorted(
-            n
-            for n in references(args)
-            if n not in results or results[n].get("status", "done") != "done"
-        )
-        if unready:
-            result = self.prompts.tool_step_not_run.format(steps=", ".join(map(str, unready)))
-            return {"executed_steps": [record(result, "failed", args)]}
-        if tool not in self.own_tools.by_name:
-            result = self.prompts.tool_step_no_tool.format(tool=tool)
-            return {"executed_steps": [record(result, "failed", args)]}
-        texts = {number: done["result"] for number, done in results.items()}
-        computes = tool in self.own_tools.computing
-        called = substitute(args, texts, self.own_tools.parameters[tool], computes=computes)
-        if same := same_call(tool, called, run.get("earlier_calls", [])):
-            reused = record(same["result"], "done", called)
-            reused["reused_from"] = same["id"]
-            return {"executed_steps": [reused], "reused_calls": 1}
-        call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
-        answer = yield Call(self.own_tools.node, [call])
-        messages = answer.get("messages", []) if isinstance(answer, dict) else answer
-        message = messages[-1] if messages else None
-        if not isinstance(message, ToolMessage):
-            return {"executed_steps": [record(str(answer), "done", called)]}
-        status: StepStatus = "failed" if message.status == "error" else "done"
-        return {"executed_steps": [record(message.text, status, called)]}
-
-    def act(self, state: ExecutorState, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        """One model turn over the conversation of this step, with an error reply for each
-        call whose arguments are not valid JSON, a correction when its text looks like a
-        tool call that could not be read, or a tool reminder (`reminder`); each counted once
-        (see `corrected_mistakes`)."""
-        context = runtime.context or Context()
-        offer = self.offers[chosen(context)]
-        model = resolve_model(self.model, context, context.executor_max_tokens)
-        forced = state.get("forced_tool") or None
-        conversation = [SystemMessage(self.systems[chosen(context)]), *state["messages"]]
-        forced_as = state.get("forced_as", "tool_required")
-        if forced and forced_as in JSON_MODES:
-            reply = yield from self.call_as_json(model, conversation, offer, forced, forced_as)
-        else:
-            chat = model.bind_tools(list(offer.specs), tool_choice=forced) if offer.specs else model
-            reply = yield from ask_model(chat, conversation, offer.offered)
-        corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
-        if context.recover_text_calls and (problem := text_call_problem(reply, offer.offered)):
-            tools = ", ".join(f"`{name}`" for name in sorted(offer.offered.names))
-            corrections.append(
-                HumanMessage(self.prompts.text_call_correction.format(problem=problem, tools=tools))
-            )
-        calls = state.get("model_calls", 0) + 1
-        update: dict[str, Any] = {"model_calls": calls}
-        if forced:
-            update["forced_tool"] = ""  # forced for one turn only
-        if not corrections and calls < self.bounds.for_run(context).executor_max_steps:
-            if reminder := self.reminder(state, reply, offer):
-                corrections.append(HumanMessage(reminder))
-                update["reminded"] = True
-                step, builds_on = state.get("step", ""), state.get("builds_on", False)
-                update["forced_tool"] = tool_to_force(offer, step, builds_on) or ""
-        update["messages"] = [reply, *corrections]
-        if corrections:  # one mistaken reply, however many of its calls were wrong
-            update["corrected_mistakes"] = 1
-        return update
-
-    def call_as_json(
-        self,
-        model: BaseChatModel,
-        conversation: Sequence[BaseMessage],
-        offer: ToolOffer,
-        tool: str,
-        mode: DecisionMode,
-    ) -> Steps[AIMessage]:
-        """Ask for a call of `tool` as a JSON object of its arguments, in the JSON decision
-        `mode` the run asks its decisions in (a server that let a forced call come back as
-        text enforces `response_format`, not `tool_choice`); a reply holding such an object
-        becomes that tool call, any other stays as it is."""
-        spec = next(spec for spec in offer.specs if spec["function"]["name"] == tool)
-        chat = bind_json(model, mode, spec["function"]["parameters"], name=tool)
-        note = HumanMessage(self.prompts.call_as_json.format(tool=f"`{tool}`"))
-        reply = yield from ask_model(chat, [*conversation, note])
-        args = json_value(reply.text)
-        if isinstance(args, dict) and args.get("name") == tool:  # the call's own shape
-            args = args.get("arguments", args.get("parameters"))
-        if not isinstance(args, dict):
-            return reply
-        call = ToolCall(name=tool, args=args, id=f"call_{tool}", type="tool_call")
-        return with_distinct_call_ids(
-            reply.model_copy(update={"content": "", "tool_calls": [call]})
-        )
-
-    def reminder(self, state: ExecutorState, reply: AIMessage, offer: ToolOffer) -> str | None:
-        """What the model is told when its final `reply` should not pass unchecked: the run has
-        tools of its own, none of them was called in this step, no reminder was given yet, and
-        the reply reports a failure or gives figures that nothing the step was shown or its
-        tools answered holds. Figures are checked when the run has a computing tool (the sum
-        belongs to it) or the step builds on no earlier result (a new figure can only be a
-        look-up); a step that works figures out of earlier results with no tool to compute
-        them is left to do so. None when the reply stands."""
-        if state.get("reminded") or not offer.own or reply.tool_calls or cut_off(reply):
-            return None
-        own = set(offer.own)
-        earlier = [m for m in state["messages"] if isinstance(m, AIMessage)]
-        if any(call["name"] in own for m in earlier for call in m.tool_calls):
-            return None
-        figures = bool(offer.computing) or not state.get("builds_on", False)
-        problem = reminder_problem(
-            self.prompts,
-            reply.text,
-            [m.text for m in state["messages"] if not isinstance(m, AIMessage)],
-            figures=figures,
-        )
-        if problem is None:
-            return None
-        tools = " or ".join(f"`{name}`" for name in offer.own)
-        return self.prompts.tool_reminder.format(problem=problem, tools=tools)
-
-    def route(
-        self, state: ExecutorState, runtime: Runtime[Context]
-    ) -> Literal["tools", "act", "__end__"]:
-        """Run the requested tools (or ask again after malformed calls or a correction), unless
-        the model is done, its reply was cut off at the token limit, or the budget is spent."""
-        reply = last_reply(state["messages"])
-        max_steps = self.bounds.for_run(runtime.context).executor_max_steps
-        if reply is None or cut_off(reply) or state["model_calls"] >= max_steps:
-            return "__end__"
-        if reply.tool_calls:
-            return "tools"
-        return "__end__" if isinstance(state["messages"][-1], AIMessage) else "act"
-
-    def compile(self, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
-        """The compiled inner loop over `tools`, with a recursion limit that fits the largest
-        step budget."""
-        builder = StateGraph(ExecutorState, context_schema=Context)
-        builder.add_node("act", dual_node(self.act))
-        builder.add_node("tools", ToolNode(list(tools)))
-        builder.add_edge(START, "act")
-        builder.add_conditional_edges("act", self.route)
-        builder.add_edge("tools", "act")
-        # Durability "exit", whatever the run's: the loop's messages are not saved at every turn
-        # (a step cut short by a crash runs again from its start anyway), yet an `interrupt` in
-        # a tool still saves what resuming the loop needs. (An inherited "sync" would also make
-        # LangGraph 1.2 wait for checkpoints that a run without a checkpointer never writes.)
-        compiled = builder.compile(name=EXECUTOR)
-        return compiled.with_config(recursion_limit=2 * MAX_BOUND + 5).bind(durability="exit")
-
-    def step_result(
-        self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int
-    ) -> tuple[str, StepStatus]:
-        """The model's final answer (failed when it starts with FAILED_PREFIX, also inside a code
-        fence, as small models write it), or an UNFINISHED note when that answer is blank, when
-        its reply was cut off at `max_tokens` (with what it had written) or when the budget of
-        `max_steps` model calls ran out (also when the last reply still called tools or was
-        corrected)."""
-        reply = messages[-1] if messages else None
-        results = [m for m in messages if isinstance(m, ToolMessage)][-PROGRESS_RESULTS:]
-        progress = "\n".join(f"- {m.name or 'tool'}: {m.text[:PROGRESS_CHARS]}" for m in results)
-        progress = progress or "(no tool results)"
-        if isinstance(reply, AIMessage) and cut_off(reply):
-            note = self.prompts.step_cut_off.format(
-                max_tokens=max_tokens, text=reply.text.strip() or "(nothing)", progress=progress
-            )
-            return note, "unfinished"
-        if isinstance(reply, AIMessage) and not (reply.tool_calls or reply.invalid_tool_calls):
-            if not reply.text.strip():
-                return self.prompts.step_no_report.format(progress=progress), "unfinished"
-            return reply.text, "failed" if is_failure_report(reply.text) else "done"
-        note = self.prompts.step_unfinished.format(max_steps=max_steps, progress=progress)
-        return note, "unfinished"

@@ -21,7 +21,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, interrupt
 from pydantic import ValidationError
 
-from replan.graphs.context import Context
+from replan.graphs.context import Context, run_context
 from replan.graphs.graph_state import PlanExecuteState
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
@@ -110,7 +110,7 @@ class PlanReviewNode:
     gives the tools an edited plan's tool steps may call in a run (none: no tool steps)."""
 
     def __init__(
-        self, prompts: Prompts, tools: Callable[[Context | None], OwnTools] = lambda _: NO_TOOLS
+        self, prompts: Prompts, tools: Callable[[Context], OwnTools] = lambda _: NO_TOOLS
     ) -> None:
         self.prompts = prompts
         self.tools = tools
@@ -120,7 +120,7 @@ class PlanReviewNode:
         accepted, so a typo never strands the run. An approved (or edited) plan starts its
         first wave of steps."""
         plan = state["plan"]
-        context = get_runtime(Context).context
+        context = run_context(get_runtime(Context).context, state.get("settings"))
         done = state.get("executed_steps", [])
         numbering = Numbering.first_plan(done, self.tools(context))
         question = self.prompts.review_question.format(plan=format_plan(plan_items(plan)))

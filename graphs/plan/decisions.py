@@ -1,33 +1,24 @@
-"""The planner and replanner nodes, and the forced decisions they ask the model for.
+"""The planner's and replanner's decisions: `plan` (with `steps`) and `respond` (with
+`response`), their argument models, their schemas and how a plan is accepted.
 
-The planner and the replanner do not run tools; they read the model's choice of `plan` (with
-`steps`) or `respond` (with `response`), asked for as the run's `Context.decision_mode` says
-(`replan.graphs.model.decision_modes`: forced tool calls or a JSON reply, with a fallback when the
-server refuses the way asked). A reply without a tool call, with a tool that was not
-offered, with several calls, or with arguments that do not parse is a mistake: the model is told
-what went wrong and asked again, up to a bound; then the planner stops the run with
-`PlanExecuteError`, and the replanner ends it not finished (`stop_reason` "no_decision"),
-reporting the work done. A step
-that names itself, a later step or a number no step has, and a tool step with an unknown tool
-or arguments that do not fit its schema, are such mistakes too (`replan.graphs.plan.numbering`).
-Tool calls a model wrote as text are read back before the reply is judged (`ask_model` with the
-offered tools; `replan.graphs.model.text_calls`).
-
-When the run offers tool steps (`Context.tool_steps`, `replan.graphs.plan.tool_steps`), the `plan`
-schema offers one object per tool of the run, and the prompts are the lean ones.
-
-An accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
+A step that names itself, a later step or a number no step has, and a tool step with an unknown
+tool or arguments that do not fit its schema, make a plan a mistake the model is told about
+(`PlanArgs` validated against a `replan.graphs.plan.numbering.Numbering`). When the run offers
+tool steps (`Context.tool_steps`), the `plan` schema offers one object per tool of the run. An
+accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from replan.graphs.context import AnswerMode
+from replan.graphs.context import ANSWER_MODES, AnswerMode, Context
 from replan.graphs.graph_state import PlannedStep
 from replan.graphs.model.decision_modes import DecisionTool
 from replan.graphs.plan.numbering import Item, Numbering
@@ -203,3 +194,39 @@ def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionT
     that the objective is met: the answer is written next)."""
     described = prompts.respond_response if answer == "decision" else prompts.respond_note
     return DecisionTool("respond", prompts.respond_tool, RespondArgs, {"response": described})
+
+
+class Decisions:
+    """The `plan` and `respond` decisions of one graph, in its prompts, for its own tools."""
+
+    def __init__(self, prompts: Prompts, tools: OwnTools) -> None:
+        self.prompts = prompts
+        self.tools = tools
+
+    @functools.cached_property
+    def _text_plan(self) -> DecisionTool:
+        return plan_tool(self.prompts)
+
+    @functools.cached_property
+    def _tool_plan(self) -> DecisionTool:
+        return plan_tool(self.prompts, self.tools)
+
+    @functools.cached_property
+    def _responds(self) -> dict[AnswerMode, DecisionTool]:
+        return {answer: respond_tool(self.prompts, answer) for answer in ANSWER_MODES}
+
+    def plan(self, numbering: Numbering, context: Context) -> DecisionTool:
+        """The `plan` decision whose steps are checked against `numbering` (and its tools),
+        listing at most the run's `max_plan_steps` (the schema's `maxItems` too)."""
+        base = self._tool_plan if numbering.tools else self._text_plan
+        numbering = replace(numbering, max_steps=context.max_plan_steps)
+        return replace(
+            base,
+            schema=with_max_steps(base.schema or {}, context.max_plan_steps),
+            context=numbering,
+            beside_another=functools.partial(adds_call, numbering),
+        )
+
+    def respond(self, context: Context) -> DecisionTool:
+        """The `respond` decision for the run's way of writing its answer."""
+        return self._responds[context.answer]

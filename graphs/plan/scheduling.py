@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from langgraph.types import Send
 
 from replan.graphs.context import (
-    DEFAULT_MAX_CONCURRENCY,
     Context,
 )
 from replan.graphs.conversation import objective_text
@@ -43,11 +42,10 @@ def _first_of_each_call(
     return kept
 
 
-def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
+def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     """An `executor` task for each planned step whose dependencies are done, in plan order, at
     most `context.max_concurrency` of them (the others wait for the next wave); a tool step
     making the same call as another of the wave waits for the next one."""
-    limit = context.max_concurrency if context is not None else DEFAULT_MAX_CONCURRENCY
     executed = state.get("executed_steps", [])
     results = {done["id"]: done for done in executed if "id" in done}
     objective = objective_text(state["messages"])
@@ -61,15 +59,16 @@ def wave(state: PlanExecuteState, context: Context | None) -> list[Send]:
             "step": step,
             "dependencies": inputs,
             "tasks_context": tasks,
+            "settings": context.settings(),
         }
         if "tool" in step and calls:
             run["earlier_calls"] = calls
         if record := state.get("decision_mode"):
-            run["decision_mode"] = effective_mode((context or Context()).decision_mode, record)
+            run["decision_mode"] = effective_mode(context.decision_mode, record)
         return Send(EXECUTOR, run)
 
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
-    return [branch(step) for step in ready[:limit]]
+    return [branch(step) for step in ready[: context.max_concurrency]]
 
 
 def runnable_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:

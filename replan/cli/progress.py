@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from replan.cli.display import Display, Lane
 from replan.cli.summary import fallback_line, first_line
-from replan.graphs.graph_state import ANSWER, ExecutedStep, PlannedStep
+from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
 from replan.graphs.model.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan.tool_steps import format_call, tool_step_line
@@ -45,7 +45,6 @@ from replan.tools.task_state import as_task_context, update_task_context
 
 RESULT_CHARS = 160
 ARGS_CHARS = 80
-MODEL_NODES = frozenset({"planner", "replanner", ANSWER, "act"})
 """Nodes that are one model request (`act` is a model turn inside an executor step)."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replan.graphs.nodes.executor import INVALID_ARGUMENTS
+from replan.graphs.nodes.tool_loop import INVALID_ARGUMENTS
 from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.testing import Reply, Responder
 from replan.testing import plan_script as script

@@ -1,0 +1,104 @@
+"""The `replanner` node: after each wave, responds, plans the steps still to do, or ends a run
+that cannot finish (its round limit, no progress, no usable decision) with a report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from replan.graphs.context import Context
+from replan.graphs.errors import PlanExecuteError
+from replan.graphs.graph_state import REPLANNER, PlanExecuteState
+from replan.graphs.model.client import resolve_model
+from replan.graphs.model.decision_modes import DecisionModes, decide
+from replan.graphs.nodes.base import ModelNode
+from replan.graphs.nodes.driver import Steps
+from replan.graphs.plan.decisions import PlanArgs, RespondArgs, accept_plan
+from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.progress import repeated_step
+from replan.graphs.plan.scheduling import runnable_steps, steps_left, tool_wave, wave_fell_short
+from replan.graphs.plan.task_merge import read_shared_tasks
+from replan.graphs.plan.views import format_executed_steps, format_plan, replanner_briefing
+
+
+class Replanner(ModelNode):
+    """The `replanner` node, with the graph's model, tool offers and prompts."""
+
+    def system(self, context: Context) -> str:
+        """The replanner's system prompt: with tool steps, the lean one (sending arithmetic to
+        the run's computing tool, if any), else the full one; each asking for the answer in
+        the `respond` decision or for a note only (`context.answer`)."""
+        respond = (
+            self.prompts.respond_with_answer
+            if context.answer == "decision"
+            else self.prompts.respond_then_answer
+        )
+        if not self.tool_steps(context):
+            return self.prompts.replanner.format(respond=respond)
+        computing = self.offer(context).computing_note(self.prompts.replanner_computing)
+        return self.prompts.replanner_tool_steps.format(respond=respond, computing=computing)
+
+    def replanner(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
+        """`replan`, shown the shared task list as it is now when the task tools work on a
+        store; that list is then kept in the state (`tasks_context`) too."""
+        if self.task_store is None:
+            return (yield from self.replan(state, context))
+        tasks = yield read_shared_tasks(self.task_store)
+        update = yield from self.replan({**state, "tasks_context": tasks}, context)
+        return {**update, "tasks_context": tasks}
+
+    def replan(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
+        """After a wave: respond, or plan the steps still to do; past `max_iterations`, or when
+        the new plan's next wave repeats a step already carried out twice (no progress), end
+        with a plain report. With `replan="when_needed"` the model is asked only when no planned
+        step is left, a step of the wave came back unfinished or failed, or this is the last
+        round; otherwise the plan goes on without the wave's steps. After a wave of tool steps
+        only, when the next wave is tool steps only too, it goes on the same way whatever
+        `replan` says: the plan was made for their results, and no model call comes between
+        them (as LLMCompiler runs its graph of calls); before a text step the model may still
+        answer at once instead."""
+        bounds = self.bounds.for_run(context)
+        rounds = state.get("iterations", 0) + 1
+        left = steps_left(state)
+        calls_only = tool_wave(state) and all("tool" in step for step in runnable_steps(left))
+        if (context.replan == "when_needed" or calls_only) and not (
+            rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
+        ):
+            return {"plan": left, "iterations": rounds}
+        done = state.get("executed_steps", [])
+        numbering = Numbering.replan(left, done, self.tool_steps(context))
+        briefing = replanner_briefing(state, self.prompts.repeated_steps)
+        modes = DecisionModes.of_run(context, state)
+        task = self.prompts.replanner_task.format(next=numbering.first, **briefing)
+        try:
+            decision = yield from decide(
+                resolve_model(self.model, context, context.decision_max_tokens),
+                [SystemMessage(self.system(context)), HumanMessage(task)],
+                [self.decisions.plan(numbering, context), self.decisions.respond(context)],
+                node=REPLANNER,
+                context=context,
+                prompts=self.prompts,
+                retries=bounds.mistake_retries,
+                modes=modes,
+            )
+        except PlanExecuteError as error:  # the work done so far is reported, not lost
+            shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(left)}
+            report = self.prompts.no_decision.format(problem=error.problem, **shown)
+            stopped = {"response": report, "stop_reason": "no_decision", "plan": left}
+            return {**stopped, "iterations": rounds, **modes.update()}
+        args, counted = decision.args, {**decision.update(), **modes.update()}
+        if isinstance(args, RespondArgs):
+            return {"response": args.response, "plan": left, "iterations": rounds, **counted}
+        assert isinstance(args, PlanArgs)
+        plan = accept_plan(args, numbering)
+        update = {"plan": plan, "iterations": rounds, **counted}
+        shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(plan)}
+        if repeat := repeated_step(runnable_steps(plan), done):
+            step, times = repeat
+            report = self.prompts.no_progress.format(step=step, times=times, **shown)
+            return {**update, "response": report, "stop_reason": "no_progress"}
+        if rounds < bounds.max_iterations:
+            return update
+        report = self.prompts.not_finished.format(max_iterations=bounds.max_iterations, **shown)
+        return {**update, "response": report, "stop_reason": "max_iterations"}

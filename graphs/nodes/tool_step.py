@@ -1,0 +1,54 @@
+"""A tool step: one direct call of one of the run's own tools, with no model call
+(`replan.graphs.plan.tool_steps`: references to earlier results, the same call made once)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+
+from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
+from replan.graphs.nodes.driver import Call, Steps
+from replan.graphs.plan.own_tools import OwnTools
+from replan.graphs.plan.tool_steps import format_call, references, same_call, substitute
+from replan.graphs.prompts import Prompts
+
+
+def run_tool_step(run: StepRun, tools: OwnTools, prompts: Prompts) -> Steps[dict[str, Any]]:
+    """Carry out a tool step: call its tool once, with its references replaced, and record the
+    tool's answer. A call an earlier step already made takes that step's result instead; a step
+    whose references are not done, or whose tool the run does not have, fails without a call."""
+    step = run["step"]
+    tool, args = step.get("tool", ""), step.get("args") or {}
+    results = {done["id"]: done for done in run["dependencies"] if "id" in done}
+
+    def record(result: str, status: StepStatus, called: dict[str, Any]) -> ExecutedStep:
+        shown = format_call(tool, called) if called is not args else step["step"]
+        return {"id": step["id"], "step": shown, "result": result, "status": status,
+                "tool": tool, "args": called}  # fmt: skip
+
+    unready = sorted(
+        n
+        for n in references(args)
+        if n not in results or results[n].get("status", "done") != "done"
+    )
+    if unready:
+        result = prompts.tool_step_not_run.format(steps=", ".join(map(str, unready)))
+        return {"executed_steps": [record(result, "failed", args)]}
+    if tool not in tools.by_name:
+        result = prompts.tool_step_no_tool.format(tool=tool)
+        return {"executed_steps": [record(result, "failed", args)]}
+    texts = {number: done["result"] for number, done in results.items()}
+    called = substitute(args, texts, tools.parameters[tool], computes=tool in tools.computing)
+    if same := same_call(tool, called, run.get("earlier_calls", [])):
+        reused = record(same["result"], "done", called)
+        reused["reused_from"] = same["id"]
+        return {"executed_steps": [reused], "reused_calls": 1}
+    call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
+    answer = yield Call(tools.node, [call])
+    messages = answer.get("messages", []) if isinstance(answer, dict) else answer
+    message = messages[-1] if messages else None
+    if not isinstance(message, ToolMessage):
+        return {"executed_steps": [record(str(answer), "done", called)]}
+    status: StepStatus = "failed" if message.status == "error" else "done"
+    return {"executed_steps": [record(message.text, status, called)]}
