@@ -50,11 +50,10 @@ DEFAULT_ANSWER: AnswerMode = "decision"
 request from the objective and the results ("plain"), or inside the `respond` decision."""
 DecisionMode = Literal["tool_required", "tool_named", "json_schema", "json_object"]
 DECISION_MODES: tuple[DecisionMode, ...] = get_args(DecisionMode)
-"""How the planner and replanner ask for a decision (`replan.graphs.model.decision_modes`), in the
-order a run falls back through them when the model server refuses one."""
-JSON_MODES: tuple[DecisionMode, ...] = ("json_schema", "json_object")
-"""The decision modes that ask for a JSON object as the reply (`response_format`), not a tool
-call."""
+"""How the planner and replanner ask for a decision, in the order a run falls back through them
+when the model server refuses one. Each is a strategy in its own module of
+`replan.graphs.model.decision_modes`, named as the mode: adding a mode is adding its module and
+its name here."""
 
 
 def _env(name: str, default: str | None = None) -> str | None:

@@ -21,10 +21,10 @@ from langchain_core.runnables import Runnable
 from langchain_core.runnables.retry import ExponentialJitterParams
 from langgraph.config import get_stream_writer
 
+from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context
 from replan.graphs.model.failures import UnusableReplyError, _checkpoint_namespace, model_errors
 from replan.graphs.model.text_calls import TEXT_CALLS_EVENT, OfferedTools, recover_text_calls
-from replan.graphs.nodes.driver import Call, Steps
 
 RETRY_BACKOFF = ExponentialJitterParams(max=8.0, jitter=0.5)
 """Waits between retries of an unusable reply: about 1 s, doubling each time, at most 8 s."""

@@ -17,13 +17,13 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from replan.graphs.calls import Steps
 from replan.graphs.context import Context
 from replan.graphs.conversation import objective_text
 from replan.graphs.graph_state import PlanExecuteState
 from replan.graphs.model.client import resolve_model
 from replan.graphs.model.turn import ask_model
 from replan.graphs.nodes.base import ModelNode
-from replan.graphs.nodes.driver import Steps
 from replan.graphs.plan.views import format_executed_steps
 
 ANSWER_RESULT_CHARS = 2000

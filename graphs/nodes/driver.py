@@ -12,38 +12,19 @@ under the node's name, so every model call is counted where it was made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import get_runtime
 
+from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context, run_context
 from replan.state.usage import Tally, add_tallies, call_tally, empty_tally, node_usage
 
 T = TypeVar("T")
 S = TypeVar("S")
-
-
-@dataclass(frozen=True)
-class Call:
-    """A runnable a node's steps want invoked with `input`; the driver picks sync or async.
-
-    `guard` wraps the invocation (e.g. to turn a model client's errors into replan's own);
-    `metered` marks a model turn, whose reply's `usage_metadata` is tallied.
-    """
-
-    runnable: Runnable[Any, Any]
-    input: Any
-    guard: Callable[[], AbstractContextManager[Any]] = field(default=nullcontext)
-    metered: bool = False
-
-
-Steps = Generator[Call, Any, T]
-"""A node's logic: yields `Call`s, is sent each call's result (or has its error raised at the
-`yield`), returns the node's result."""
 
 
 @dataclass(frozen=True)

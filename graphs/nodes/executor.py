@@ -18,10 +18,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context
 from replan.graphs.graph_state import EXECUTOR, ExecutedStep, StepRun
 from replan.graphs.model.text_calls import recovered_calls
-from replan.graphs.nodes.driver import Call, Steps
 from replan.graphs.nodes.tool_loop import ToolLoop, corrected_mistakes
 from replan.graphs.nodes.tool_step import run_tool_step
 from replan.graphs.plan.task_merge import read_shared_tasks, task_replay

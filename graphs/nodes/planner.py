@@ -6,13 +6,14 @@ from typing import Any
 
 from langchain_core.messages import SystemMessage
 
+from replan.graphs.calls import Steps
 from replan.graphs.context import Context
 from replan.graphs.conversation import require_objective
 from replan.graphs.graph_state import PLANNER, PlanExecuteState
 from replan.graphs.model.client import resolve_model
-from replan.graphs.model.decision_modes import DecisionModes, decide
+from replan.graphs.model.decision_modes.asking import decide
+from replan.graphs.model.decision_modes.fallbacks import DecisionModes
 from replan.graphs.nodes.base import ModelNode
-from replan.graphs.nodes.driver import Steps
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 

@@ -36,8 +36,8 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode
 
+from replan.graphs.calls import Steps
 from replan.graphs.context import (
-    JSON_MODES,
     MAX_BOUND,
     Bounds,
     Context,
@@ -46,12 +46,13 @@ from replan.graphs.context import (
 )
 from replan.graphs.graph_state import ACT, EXECUTOR, ExecutorState, StepStatus
 from replan.graphs.model.client import resolve_model
-from replan.graphs.model.decision_modes import bind_json, json_value
+from replan.graphs.model.decision_modes.json_reply import bind_json, json_value
+from replan.graphs.model.decision_modes.registry import asks_json, strategy
 from replan.graphs.model.offers import ToolOffer, ToolOffers
 from replan.graphs.model.text_calls import text_call_problem
 from replan.graphs.model.turn import ask_model, cut_off, with_distinct_call_ids
 from replan.graphs.nodes.base import ModelNode
-from replan.graphs.nodes.driver import Steps, dual_node
+from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
 from replan.graphs.prompts import Prompts
 from replan.state.task_store import TaskStore
@@ -144,7 +145,7 @@ class ToolLoop(ModelNode):
         forced = state.get("forced_tool") or None
         conversation = [SystemMessage(self.systems[context.task_tools]), *state["messages"]]
         forced_as = state.get("forced_as", "tool_required")
-        if forced and forced_as in JSON_MODES:
+        if forced and asks_json(forced_as):
             reply = yield from self.call_as_json(
                 model, conversation, offer, forced, forced_as, context
             )
@@ -186,7 +187,9 @@ class ToolLoop(ModelNode):
         text enforces `response_format`, not `tool_choice`); a reply holding such an object
         becomes that tool call, any other stays as it is."""
         spec = next(spec for spec in offer.specs if spec["function"]["name"] == tool)
-        chat = bind_json(model, mode, spec["function"]["parameters"], name=tool)
+        form = strategy(mode).response_format(spec["function"]["parameters"], tool)
+        assert form is not None  # `act` asks so only in a JSON mode
+        chat = bind_json(model, form)
         note = HumanMessage(self.prompts.call_as_json.format(tool=f"`{tool}`"))
         reply = yield from ask_model(chat, [*conversation, note], context)
         args = json_value(reply.text)

@@ -7,8 +7,8 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 
+from replan.graphs.calls import Call, Steps
 from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
-from replan.graphs.nodes.driver import Call, Steps
 from replan.graphs.plan.own_tools import OwnTools
 from replan.graphs.plan.tool_steps import format_call, references, same_call, substitute
 from replan.graphs.prompts import Prompts

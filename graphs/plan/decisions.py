@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from replan.graphs.context import ANSWER_MODES, AnswerMode, Context
 from replan.graphs.graph_state import PlannedStep
-from replan.graphs.model.decision_modes import DecisionTool
+from replan.graphs.model.decision_modes.strategy import DecisionTool
 from replan.graphs.plan.numbering import Item, Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.tool_steps import money_as_numbers

@@ -16,7 +16,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, ValidationError
 
-from replan.graphs.model.decision_modes import inline_refs
+from replan.graphs.model.decision_modes.strategy import inline_refs
 from replan.graphs.plan.tool_steps import (
     NUMBER_TYPES,
     REFERENCE,

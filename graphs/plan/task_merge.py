@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableLambda
 from pydantic import ValidationError
 from typing_extensions import TypedDict
 
-from replan.graphs.nodes.driver import Call
+from replan.graphs.calls import Call
 from replan.state.task_store import TaskStore
 from replan.state.tasks import TaskContext, TaskError, parse_task_id
 from replan.tools.task_state import as_task_context, update_task_context

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from replan.cli.display import Display, Lane
 from replan.cli.summary import fallback_line, first_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
-from replan.graphs.model.decision_modes import STREAM_KEY as DECISION_STREAM_KEY
+from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan.tool_steps import format_call, tool_step_line
 from replan.graphs.plan.views import format_plan

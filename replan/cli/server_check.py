@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -38,13 +38,9 @@ from langchain_openai import ChatOpenAI
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.model.client import chat_model_from_context, reply_limit
-from replan.graphs.model.decision_modes import (
-    DecisionTool,
-    ModelMistake,
-    Request,
-    build_request,
-    refusal_status,
-)
+from replan.graphs.model.decision_modes.fallbacks import refusal_status
+from replan.graphs.model.decision_modes.registry import STRATEGIES
+from replan.graphs.model.decision_modes.strategy import DecisionTool, ModelMistake, Request
 from replan.graphs.model.failures import model_errors
 from replan.graphs.model.text_calls import OfferedTools, recover_text_calls
 from replan.graphs.model.turn import cut_off
@@ -92,13 +88,10 @@ ProbeName = Literal[
 PROBES: tuple[ProbeName, ...] = get_args(ProbeName)
 """The probes in the order they are asked."""
 MODE_PROBES: dict[DecisionMode, tuple[ProbeName, ...]] = {
-    "tool_required": ("named", "required"),
-    "tool_named": ("named", "decide"),
-    "json_schema": ("json_schema",),
-    "json_object": ("json_object",),
+    mode: tuple(cast(ProbeName, name) for name, _ in way.probes) for mode, way in STRATEGIES.items()
 }
-"""The probes standing for the requests a run sends in each mode: the planner's (only `plan`
-offered: a named choice in both tool modes) and the replanner's (`plan` and `respond`)."""
+"""The probes standing for the requests a run sends in each mode (each strategy's `probes`):
+the planner's (only `plan` offered) and the replanner's (`plan` and `respond`)."""
 
 
 @dataclass(frozen=True)
@@ -416,20 +409,23 @@ def _ask_tools(prober: _Prober) -> None:
 
 def _ask_decisions(prober: _Prober, model: BaseChatModel) -> None:
     plan, respond = plan_tool(DEFAULT_PROMPTS), respond_tool(DEFAULT_PROMPTS)
-    planner = [SystemMessage(CHECK_SYSTEM), HumanMessage(CHECK_PLAN)]
-    replanner = [SystemMessage(CHECK_SYSTEM), HumanMessage(CHECK_RESPOND)]
-    asked: list[tuple[ProbeName, DecisionMode, list[BaseMessage], list[DecisionTool]]] = [
-        ("named", "tool_named", planner, [plan]),
-        ("required", "tool_required", replanner, [plan, respond]),
-        ("decide", "tool_named", replanner, [plan, respond]),
-        ("json_schema", "json_schema", replanner, [plan, respond]),
-        ("json_object", "json_object", replanner, [plan, respond]),
-    ]
-    for name, mode, messages, tools in asked:
-        request = build_request(mode, model, messages, tools, DEFAULT_PROMPTS)
-        prober.ask(
-            name, request.model, request.messages, request.offered(), _decision_judge(request)
-        )
+    asked: dict[int, tuple[list[BaseMessage], list[DecisionTool]]] = {
+        1: ([SystemMessage(CHECK_SYSTEM), HumanMessage(CHECK_PLAN)], [plan]),
+        2: ([SystemMessage(CHECK_SYSTEM), HumanMessage(CHECK_RESPOND)], [plan, respond]),
+    }
+    for way in STRATEGIES.values():
+        for name, decisions in way.probes:
+            if name in prober.probes:
+                continue  # a request two modes send alike (one decision: a named choice)
+            messages, tools = asked[decisions]
+            request = way.request(model, messages, tools, DEFAULT_PROMPTS)
+            prober.ask(
+                cast(ProbeName, name),
+                request.model,
+                request.messages,
+                request.offered,
+                _decision_judge(request),
+            )
 
 
 def _report(context: Context, models: list[str] | None, prober: _Prober) -> ServerReport:

@@ -96,10 +96,11 @@ class Quirks:
     the request's `max_tokens` (or `max_completion_tokens`), which ends it with finish_reason
     "length"; without a limit it runs on to the end of its context (`RUN_ON_CONTEXT_TOKENS`)."""
 
-    refuse_required: bool = False
-    """HTTP 500 with an empty message for `tool_choice: "required"` (llama-cpp-python)."""
-    refuse_json_schema: bool = False
-    """HTTP 500 for `response_format` of type `json_schema` (llama-cpp-python)."""
+    refused_modes: tuple[str, ...] = ()
+    """Decision modes (`Context.decision_mode`) whose requests get HTTP 500 with an empty
+    message: what a mode asks of the server is its strategy's (`ModeStrategy.sent`), so the
+    scripted server refuses exactly what replan sends in that mode (llama-cpp-python refuses
+    `tool_required`'s `tool_choice: "required"` and `json_schema`'s `response_format`)."""
     refuse_null_content: bool = False
     """HTTP 500 for a request holding an assistant message whose `content` is null, as OpenAI
     clients send one with tool calls (llama-cpp-python's request validation)."""
@@ -119,9 +120,7 @@ class Quirks:
 
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
-        if self.refuse_required and body.get("tool_choice") == "required":
-            return http_error(500)
-        if self.refuse_json_schema and _format_type(body) == "json_schema":
+        if self.refused_modes and _asks_in(body, self.refused_modes):
             return http_error(500)
         if self.refuse_null_content and any(
             m.get("role") == "assistant" and m.get("content") is None
@@ -141,6 +140,13 @@ class Quirks:
 
     def _usage_reported(self, reply: Reply) -> Reply:
         return reply if self.usage else replace(reply, usage=False)
+
+
+def _asks_in(body: dict[str, Any], modes: Sequence[str]) -> bool:
+    """Whether `body` asks what one of the decision `modes` asks of a server."""
+    from replan.graphs.model.decision_modes.registry import STRATEGIES  # only when refusing
+
+    return any(STRATEGIES[mode].sent(body) for mode in modes if mode in STRATEGIES)
 
 
 def _format_type(body: dict[str, Any]) -> str | None:
@@ -188,7 +194,7 @@ def _response_format_honoured(body: dict[str, Any], reply: Reply) -> Reply:
 PROSE = "Sure! Here is what I would do next, step by step, in plain words."
 """What a model answers in prose (`Quirks.prose_when_forced`)."""
 
-LLAMA_CPP_PYTHON = Quirks(refuse_required=True, refuse_json_schema=True, refuse_null_content=True)
+LLAMA_CPP_PYTHON = Quirks(refused_modes=("tool_required", "json_schema"), refuse_null_content=True)
 """llama-cpp-python's server (chat format `chatml-function-calling`)."""
 LLAMA_CPP = Quirks(ignore_named_choice=True, calls_as_text="fenced")
 """llama.cpp's `llama-server --jinja` with a small model that writes its calls as text."""

@@ -158,7 +158,7 @@ def test_recovered_text_calls_are_read_from_replans_state(
 def test_fallbacks_are_counted_for_replan_designs_and_not_for_the_tutorial(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["--objective", "unit_chain", "--quirk", "refuse_required=true"]
+    argv = ["--objective", "unit_chain", "--quirk", 'refused_modes=["tool_required"]']
     assert main([*argv, "--json"]) == 0  # llama-cpp-python refuses tool_choice "required"
     report = json.loads(capsys.readouterr().out)
     counted = {run["design"]: run["counters"] for run in report["runs"]}

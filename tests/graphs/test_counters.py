@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context, DecisionMode
-from replan.graphs.model.decision_modes import Decision
+from replan.graphs.model.decision_modes.asking import Decision
 from replan.graphs.plan.decisions import RespondArgs
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import Quirks, Reply, ScriptedOpenAIServer, text, tool_call, tool_calls

@@ -1,0 +1,121 @@
+"""How one run asks for decisions: the mode its context asks for and the fallbacks its state
+records (`DecisionModes`).
+
+A request the server refuses (an HTTP status of `REFUSAL_STATUSES`) is asked again in the next
+modes of `DECISION_MODES`; once one is accepted, the refused modes are not asked again in this
+run: the run's `decision_mode` state channel remembers it, and a custom stream event
+(`STREAM_KEY`) says it. A mode the server accepts but does not enforce is left for the model's
+mistakes in it, for the mode's `after_mistakes`, with the same record (`give_up`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from langgraph.config import get_stream_writer
+
+from replan.graphs.context import Context, DecisionMode
+from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.graph_state import (
+    DecisionFallback,
+    DecisionModeRecord,
+    FallbackReason,
+    PlanExecuteState,
+    effective_mode,
+    fallbacks_of,
+)
+from replan.graphs.model.decision_modes.registry import fallbacks_after, strategy
+from replan.graphs.model.decision_modes.strategy import Request
+
+REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
+"""HTTP statuses with which servers refuse a `tool_choice` or `response_format` they do not
+support (llama-cpp-python: 500 with an empty message)."""
+STREAM_KEY = "decision_mode"
+"""Key of the custom stream event (`stream_mode="custom"`) sent when a run falls back."""
+
+
+def refusal_status(error: ModelUnavailableError) -> int | None:
+    """The HTTP status of a server's refusal behind `error`, or None for any other failure."""
+    cause = error.__cause__
+    if isinstance(cause, openai.APIStatusError) and cause.status_code in REFUSAL_STATUSES:
+        return cause.status_code
+    return None
+
+
+@dataclass
+class DecisionModes:
+    """How one run asks for decisions: the mode its context asks for, and the fallbacks its
+    state records. `update()` is the state update a node returns to keep new fallbacks."""
+
+    requested: DecisionMode = "tool_required"
+    record: DecisionModeRecord | None = None
+    changed: bool = False
+
+    @classmethod
+    def of_run(cls, context: Context, state: PlanExecuteState) -> DecisionModes:
+        """The modes of the run whose context and state these are."""
+        return cls(context.decision_mode, state.get("decision_mode"))
+
+    @property
+    def mode(self) -> DecisionMode:
+        """The mode to ask in now."""
+        return effective_mode(self.requested, self.record)
+
+    def candidates(self) -> list[DecisionMode]:
+        """The mode to ask in, then the modes to try if the server refuses it."""
+        return fallbacks_after(self.mode)
+
+    def fell_back(self, refusals: Sequence[tuple[Request, int]], to: DecisionMode) -> None:
+        """Record that the server refused these requests and accepted mode `to`, and say so on
+        the run's custom stream."""
+        fallbacks = fallbacks_of(self.record)
+        for request, status in refusals:
+            fallback: DecisionFallback = {
+                "refused": request.mode,
+                "asked": request.asked,
+                "status": status,
+                "fallback": to,
+                "reason": "refused",
+            }
+            fallbacks.append(fallback)
+            _announce(fallback)
+        self.record = {"mode": to, "fallbacks": fallbacks}
+        self.changed = True
+
+    def give_up(self, request: Request, reason: FallbackReason = "mistakes") -> bool:
+        """Leave the mode asked in now for the model's mistakes in it (`reason` "mistakes":
+        its replies to `request` carried no decision; "unenforced": the server let a forced
+        call come back as text), for its strategy's `after_mistakes` mode (skipping modes the
+        server refused before); record and announce it. False when there is no mode to go to."""
+        left = self.mode
+        to = strategy(left).after_mistakes
+        if to is None:
+            return False
+        fallback: DecisionFallback = {
+            "refused": left,
+            "asked": request.asked,
+            "status": None,
+            "fallback": to,
+            "reason": reason,
+        }
+        fallbacks = [*fallbacks_of(self.record), fallback]
+        self.record = {"mode": left, "fallbacks": fallbacks}
+        self.record["mode"] = self.mode  # `to`, or where a refusal of `to` led before
+        self.changed = True
+        _announce(fallback)
+        return True
+
+    def update(self) -> dict[str, Any]:
+        """`{"decision_mode": record}` when this node fell back, else nothing."""
+        return {"decision_mode": self.record} if self.changed and self.record else {}
+
+
+def _announce(fallback: DecisionFallback) -> None:
+    try:
+        write = get_stream_writer()
+    except RuntimeError:  # outside a graph run
+        return
+    write({STREAM_KEY: dict(fallback)})

@@ -1,0 +1,49 @@
+"""`json_object`: llama-cpp-python's form of a JSON reply, `{"type": "json_object", "schema":
+...}` (its server refuses OpenAI's `json_schema` with HTTP 500)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from replan.graphs.context import DecisionMode
+from replan.graphs.model.decision_modes.json_reply import json_request
+from replan.graphs.model.decision_modes.strategy import (
+    DecisionTool,
+    ProbeSpec,
+    Request,
+    decision_schema,
+)
+from replan.graphs.prompts import Prompts
+
+
+class JsonObject:
+    """A JSON object with a schema, llama-cpp-python's way (see the module docstring)."""
+
+    name: DecisionMode = "json_object"
+    after_mistakes: DecisionMode | None = None
+    probes: tuple[ProbeSpec, ...] = (("json_object", 2),)
+
+    def request(
+        self,
+        model: BaseChatModel,
+        messages: Sequence[BaseMessage],
+        tools: Sequence[DecisionTool],
+        prompts: Prompts,
+    ) -> Request:
+        form = self.response_format(decision_schema(tools), "decision")
+        return json_request(self.name, form, model, messages, tools, prompts)
+
+    def response_format(self, schema: Mapping[str, Any], name: str) -> dict[str, Any]:
+        """How this mode asks for a JSON object of `schema` (`name` is not sent)."""
+        return {"type": "json_object", "schema": dict(schema)}
+
+    def sent(self, body: Mapping[str, Any]) -> bool:
+        form = body.get("response_format")
+        return isinstance(form, dict) and form.get("type") == "json_object"
+
+
+STRATEGY = JsonObject()
