@@ -10,7 +10,7 @@ from replan.graphs.context import Bounds, Context
 from replan.graphs.model.offers import ToolOffers
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.prompts import Prompts
-from replan.state.task_store import TaskStore
+from replan.state.task_stores import TaskStore
 
 
 class ModelNode:
