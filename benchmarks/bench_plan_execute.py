@@ -44,15 +44,14 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
 from benchmarks.tutorial import tutorial_graph  # noqa: E402
+from replan.cli.pricing import KNOWN_PRICES, cost  # noqa: E402
 from replan.graphs.context import Context, ReplanMode  # noqa: E402
 from replan.graphs.persistence import open_checkpointer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.state.usage import (  # noqa: E402
-    KNOWN_PRICES,
     Tally,
     add_tallies,
     call_tally,
-    cost,
     empty_tally,
     total_tally,
 )

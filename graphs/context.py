@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypeVar, get_args
 
 DEFAULT_MODEL = "gpt-4o-mini"
+OPENAI_HOST = "api.openai.com"
+"""The host of OpenAI's own API, where a run without a `base_url` sends its requests."""
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_EXECUTOR_MAX_STEPS = 20
@@ -128,7 +130,7 @@ class Context:
         default_factory=lambda: _env("OPENAI_BASE_URL"),
         metadata={
             "description": "Base URL of an OpenAI-compatible API such as vLLM, Ollama or "
-            "llama.cpp; empty means api.openai.com (environment: OPENAI_BASE_URL)."
+            f"llama.cpp; empty means {OPENAI_HOST} (environment: OPENAI_BASE_URL)."
         },
     )
     max_retries: int = field(
@@ -261,7 +263,7 @@ class Context:
         default=None,
         metadata={
             "description": "Dollars per million input tokens, to estimate the run's cost "
-            "(with price_out). Empty: OpenAI's list price for known models on api.openai.com, "
+            f"(with price_out). Empty: OpenAI's list price for known models on {OPENAI_HOST}, "
             "else no cost estimate. Cached input tokens cost the same at a given price."
         },
     )

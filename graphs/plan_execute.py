@@ -56,7 +56,7 @@ from replan.graphs.nodes.replanner import Replanner
 from replan.graphs.nodes.review import PlanReviewNode
 from replan.graphs.plan.scheduling import wave
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
-from replan.state.task_store import TaskStore, open_task_store
+from replan.state.task_stores import TaskStore, open_task_store
 from replan.tools.task_descriptions import Language, check_language
 from replan.tools.task_tools import TASK_TOOL_NAMES
 

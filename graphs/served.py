@@ -26,7 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from replan.graphs.persistence import with_checkpoint_serializer
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.state.task_store_postgres import PostgresTaskStore
+from replan.state.task_stores.postgres import PostgresTaskStore
 
 TASK_STORE_ENV = "REPLAN_TASK_STORE"
 TASK_LIST_ENV = "REPLAN_TASK_LIST"

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from replan.graphs.context import Context
     from replan.graphs.persistence import checkpoint_serializer
     from replan.graphs.plan_execute import build_plan_execute_graph
-    from replan.state.task_store import FileTaskStore
-    from replan.state.task_store_postgres import PostgresTaskStore
+    from replan.state.task_stores.filesystem import FileTaskStore
+    from replan.state.task_stores.postgres import PostgresTaskStore
     from replan.state.tasks import TaskContext
     from replan.tools.plan_tools import plan_tools
     from replan.tools.task_middleware import TaskToolsMiddleware
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 _SURFACE = {
     "Context": "replan.graphs.context",
-    "FileTaskStore": "replan.state.task_store",
-    "PostgresTaskStore": "replan.state.task_store_postgres",
+    "FileTaskStore": "replan.state.task_stores.filesystem",
+    "PostgresTaskStore": "replan.state.task_stores.postgres",
     "TaskContext": "replan.state.tasks",
     "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",

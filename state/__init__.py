@@ -1,17 +1,19 @@
-"""Typed data and pure operations: tasks and their folder store, plan documents.
+"""Typed data and pure operations: tasks and their shared stores, plan documents, token tallies.
 
 Nothing in this package imports LangGraph; the graph state schemas live in `replan.graphs`
-(and `TasksState` beside the task tools, in `replan.tools`).
+(and `TasksState` beside the task tools, in `replan.tools`). `PostgresTaskStore` is loaded on
+first use, so `import replan.state` does not load the PostgreSQL store.
 """
 
-from replan.state.task_store import (
+from typing import TYPE_CHECKING, Any
+
+from replan.state.task_stores import (
     FileTaskStore,
     TaskStore,
     TaskStoreCorruptError,
     TaskStoreUnavailableError,
     open_task_store,
 )
-from replan.state.task_store_postgres import PostgresTaskStore
 from replan.state.task_table import TaskTable
 from replan.state.task_views import format_task_details, format_task_list, format_task_overview
 from replan.state.tasks import (
@@ -26,6 +28,9 @@ from replan.state.tasks import (
     find_cycle,
     parse_task_id,
 )
+
+if TYPE_CHECKING:
+    from replan.state.task_stores.postgres import PostgresTaskStore as PostgresTaskStore
 
 __all__ = [
     "TASK_STATUSES",
@@ -49,3 +54,16 @@ __all__ = [
     "open_task_store",
     "parse_task_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load `PostgresTaskStore` when it is first asked for."""
+    if name == "PostgresTaskStore":
+        from replan.state.task_stores.postgres import PostgresTaskStore
+
+        return PostgresTaskStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -5,22 +5,36 @@ place: `with_task` and `without` return a new table that copies the small chunk 
 the one chunk they touch, and shares every other chunk with the old table. So copying a task
 list costs nothing, changing one task costs the same at 10 or 100,000 tasks, and two versions of
 a list tell what differs between them by comparing chunk identities (`changes_to`).
+
+The table reads only a task's `id` and `status` (the `Numbered` protocol), so it does not import
+the task model: `replan.state.tasks` holds `TaskTable[Task]`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
-
-if TYPE_CHECKING:
-    from replan.state.tasks import Task
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 CHUNK = 64
-_Chunk = tuple["Task | None", ...]
-_EMPTY_CHUNK: _Chunk = (None,) * CHUNK
+_EMPTY_CHUNK: tuple[None, ...] = (None,) * CHUNK
 
 
-class TaskTable(Sequence["Task"]):
+class Numbered(Protocol):
+    """What a table holds: a canonical numeric ID ("7", not "07") and a status."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str:
+        """Open unless "completed" (`TaskTable.open_count` counts the open ones)."""
+        ...
+
+
+T = TypeVar("T", bound=Numbered)
+
+
+class TaskTable(Sequence[T], Generic[T]):
     """An immutable sequence of tasks in numeric ID order, with lookup by ID.
 
     IDs are unique: building a table from two tasks with one ID raises ValueError.
@@ -28,8 +42,8 @@ class TaskTable(Sequence["Task"]):
 
     __slots__ = ("_chunks", "_size", "_open", "_items")
 
-    def __init__(self, tasks: Iterable[Task] = ()) -> None:
-        chunks: dict[int, list[Task | None]] = {}
+    def __init__(self, tasks: Iterable[T] = ()) -> None:
+        chunks: dict[int, list[T | None]] = {}
         size = unfinished = 0
         for task in tasks:
             number = int(task.id)
@@ -39,14 +53,16 @@ class TaskTable(Sequence["Task"]):
             slots[number % CHUNK] = task
             size += 1
             unfinished += task.status != "completed"
-        self._chunks: dict[int, _Chunk] = {key: tuple(slots) for key, slots in chunks.items()}
+        self._chunks: dict[int, tuple[T | None, ...]] = {
+            key: tuple(slots) for key, slots in chunks.items()
+        }
         self._size = size
         self._open = unfinished
-        self._items: tuple[Task, ...] | None = None
+        self._items: tuple[T, ...] | None = None
 
     # -- reading -------------------------------------------------------------------------
 
-    def by_id(self, task_id: str) -> Task | None:
+    def by_id(self, task_id: str) -> T | None:
         """The task with this canonical ID ("7", not "07"), or None."""
         if not task_id.isdigit():
             return None
@@ -71,17 +87,17 @@ class TaskTable(Sequence["Task"]):
     def __len__(self) -> int:
         return self._size
 
-    def __iter__(self) -> Iterator[Task]:
+    def __iter__(self) -> Iterator[T]:
         for key in sorted(self._chunks):
             for task in self._chunks[key]:
                 if task is not None:
                     yield task
 
     @overload
-    def __getitem__(self, index: int) -> Task: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Task]: ...
-    def __getitem__(self, index: int | slice) -> Task | Sequence[Task]:
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
         if self._items is None:
             self._items = tuple(self)
         return self._items[index]
@@ -104,13 +120,13 @@ class TaskTable(Sequence["Task"]):
 
     # -- new versions ----------------------------------------------------------------------
 
-    def with_task(self, task: Task) -> TaskTable:
+    def with_task(self, task: T) -> TaskTable[T]:
         """A table holding `task` (added, or replacing the task with its ID)."""
         number = int(task.id)
         key, slot = divmod(number, CHUNK)
         chunk = self._chunks.get(key, _EMPTY_CHUNK)
         old = chunk[slot]
-        slots = list(chunk)
+        slots: list[T | None] = list(chunk)
         slots[slot] = task
         return self._derive(
             key,
@@ -121,7 +137,7 @@ class TaskTable(Sequence["Task"]):
             - (old is not None and old.status != "completed"),
         )
 
-    def without(self, task_id: str) -> TaskTable:
+    def without(self, task_id: str) -> TaskTable[T]:
         """A table without the task with this ID (the same table if there is none)."""
         old = self.by_id(task_id)
         if old is None:
@@ -136,12 +152,12 @@ class TaskTable(Sequence["Task"]):
             unfinished=self._open - (old.status != "completed"),
         )
 
-    def changes_to(self, newer: TaskTable) -> tuple[list[Task], list[str]]:
+    def changes_to(self, newer: TaskTable[T]) -> tuple[list[T], list[str]]:
         """What differs in `newer`: the tasks it added or replaced, and the IDs it dropped.
 
         Chunks both tables share are skipped, so this costs what changed, not the table size.
         """
-        written: list[Task] = []
+        written: list[T] = []
         removed: list[str] = []
         for key in self._chunks.keys() | newer._chunks.keys():
             old_chunk = self._chunks.get(key, _EMPTY_CHUNK)
@@ -157,8 +173,10 @@ class TaskTable(Sequence["Task"]):
                     removed.append(old.id)
         return written, removed
 
-    def _derive(self, key: int, chunk: _Chunk | None, *, size: int, unfinished: int) -> TaskTable:
-        table = TaskTable.__new__(TaskTable)
+    def _derive(
+        self, key: int, chunk: tuple[T | None, ...] | None, *, size: int, unfinished: int
+    ) -> TaskTable[T]:
+        table: TaskTable[T] = TaskTable.__new__(TaskTable)
         table._chunks = dict(self._chunks)
         if chunk is None:
             del table._chunks[key]
@@ -171,10 +189,10 @@ class TaskTable(Sequence["Task"]):
 
     # -- copying -------------------------------------------------------------------------
 
-    def __copy__(self) -> TaskTable:
+    def __copy__(self) -> TaskTable[T]:
         return self  # immutable
 
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskTable:
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TaskTable[T]:
         return self  # immutable, and so are its tasks
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -127,7 +127,7 @@ class TaskContext(BaseModel):
 
     model_config = ConfigDict(validate_assignment=True)
 
-    tasks: Annotated[TaskTable, GetPydanticSchema(_task_table_schema)] = Field(
+    tasks: Annotated[TaskTable[Task], GetPydanticSchema(_task_table_schema)] = Field(
         default_factory=TaskTable
     )
     high_watermark: int = Field(default=0, ge=0)
@@ -434,7 +434,7 @@ def _is_open(task: Task | None) -> bool:
     return task is not None and task.status != "completed"
 
 
-def _with_edge(table: TaskTable, blocker: str, blocked: str) -> TaskTable:
+def _with_edge(table: TaskTable[Task], blocker: str, blocked: str) -> TaskTable[Task]:
     """`table` with the edge blocker -> blocked written on both tasks."""
     before, after = table.by_id(blocker), table.by_id(blocked)
     assert before is not None and after is not None

@@ -29,7 +29,7 @@ except ImportError as error:  # the optional dependency
     ) from error
 from langchain_core.messages import SystemMessage
 
-from replan.state.task_store import TaskStore, open_task_store
+from replan.state.task_stores import TaskStore, open_task_store
 from replan.state.task_views import format_task_overview
 from replan.state.tasks import TaskContext
 from replan.tools.task_descriptions import TASK_LIST_PROMPT, Detail, Language

@@ -42,7 +42,7 @@ from pydantic import (
     create_model,
 )
 
-from replan.state.task_store import TaskStore, open_task_store
+from replan.state.task_stores import TaskStore, open_task_store
 from replan.state.task_views import (
     format_created,
     format_task_details,

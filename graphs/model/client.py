@@ -17,10 +17,9 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from replan.graphs.context import Context
+from replan.graphs.context import OPENAI_HOST, Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.model.failures import _acheck_reply, _check_reply
-from replan.state.usage import OPENAI_HOST
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replan.graphs.context import TASK_TOOLS_CHOICES, TaskToolsChoice
 from replan.graphs.model.text_calls import OfferedTools
-from replan.state.task_store import TaskStore
+from replan.state.task_stores import TaskStore
 from replan.tools.calculator import is_computing
 from replan.tools.task_descriptions import Language
 from replan.tools.task_tools import task_tools

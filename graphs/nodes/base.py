@@ -12,7 +12,7 @@ from replan.graphs.model.offers import ToolOffer, ToolOffers
 from replan.graphs.plan.decisions import Decisions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.prompts import Prompts
-from replan.state.task_store import TaskStore
+from replan.state.task_stores import TaskStore
 
 
 class ModelNode:

@@ -55,7 +55,7 @@ from replan.graphs.nodes.base import ModelNode
 from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
 from replan.graphs.prompts import Prompts
-from replan.state.task_store import TaskStore
+from replan.state.task_stores import TaskStore
 
 PROGRESS_RESULTS = 3
 """How many of the last tool results an unfinished step's note shows."""

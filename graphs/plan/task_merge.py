@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from typing_extensions import TypedDict
 
 from replan.graphs.calls import Call
-from replan.state.task_store import TaskStore
+from replan.state.task_stores import TaskStore
 from replan.state.tasks import TaskContext, TaskError, parse_task_id
 from replan.tools.task_state import as_task_context, update_task_context
 from replan.tools.task_tools import TASK_CREATE, TASK_UPDATE, run_task_call

@@ -1,5 +1,6 @@
 """The `replan` command line: `main` (entry point), `parser`, `commands` (run, resume, show,
-threads), `check`, and the output helpers (`output`, `progress`, `display`, `summary`)."""
+threads), `check`, the output helpers (`output`, `progress`, `display`, `summary`) and
+`pricing` (what a run's tokens cost)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from replan.cli.server_check import (
     ServerReport,
     check_server,
 )
-from replan.graphs.context import Context
+from replan.graphs.context import OPENAI_HOST, Context
 from replan.graphs.errors import ModelUnavailableError
 
 LABELS: dict[ProbeName, str] = {
@@ -120,7 +120,7 @@ def format_report(report: ServerReport) -> str:
         else "Not usable: " + "; ".join(report.problems)
     )
     parts = [
-        f"Server {report.base_url or 'api.openai.com'}, model {report.model}",
+        f"Server {report.base_url or OPENAI_HOST}, model {report.model}",
         "",
         "What the server does:",
         _table(_server_rows(report)),
@@ -145,7 +145,7 @@ def _progress(
             return
         if name == PROBES[0]:
             say(
-                f"Checking {context.base_url or 'api.openai.com'} (model {context.model}): "
+                f"Checking {context.base_url or OPENAI_HOST} (model {context.model}): "
                 f"{len(PROBES)} small requests of at most {CHECK_MAX_TOKENS} tokens each"
             )
         say(f"Probing {LABELS[name]} …")

@@ -30,6 +30,7 @@ from rich.console import Console
 
 from replan.cli.display import TICK_SECONDS, Display, LiveDisplay, NullDisplay, PlainDisplay
 from replan.cli.output import CliError, ExitCode, emit, one_line, say
+from replan.cli.pricing import run_pricing
 from replan.cli.progress import ProgressPrinter
 from replan.cli.retry_log import model_retries_shown
 from replan.cli.summary import describe_run, is_finished, run_status, summarize, threads_table
@@ -51,7 +52,6 @@ from replan.graphs.persistence import (
 )
 from replan.graphs.plan.views import format_plan
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.state.usage import run_pricing
 
 
 def resume_hint(args: argparse.Namespace) -> str:

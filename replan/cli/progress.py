@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from replan.cli.display import Display, Lane
+from replan.cli.pricing import Pricing, cost, dollars_text
 from replan.cli.summary import fallback_line, first_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
 from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
@@ -31,11 +32,8 @@ from replan.graphs.plan.tool_steps import format_call, tool_step_line
 from replan.graphs.plan.views import format_plan
 from replan.state import Task, TaskContext
 from replan.state.usage import (
-    Pricing,
     RunUsage,
     add_tallies,
-    cost,
-    dollars_text,
     empty_tally,
     merge_usage,
     tally_text,

@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 
 from langgraph.types import StateSnapshot
 
+from replan.cli.pricing import Pricing, cost, dollars_text, run_pricing
 from replan.graphs.context import Bounds
 from replan.graphs.conversation import objective_text
 from replan.graphs.graph_state import ANSWER, DecisionFallback, PlanExecuteState, effective_mode
@@ -22,17 +23,7 @@ from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan.scheduling import steps_left
 from replan.graphs.plan.views import format_executed_steps, format_plan
 from replan.state import TaskContext, format_task_list
-from replan.state.usage import (
-    TOKEN_FIELDS,
-    Pricing,
-    RunUsage,
-    cost,
-    dollars_text,
-    run_pricing,
-    tally_text,
-    tokens_known,
-    total_tally,
-)
+from replan.state.usage import TOKEN_FIELDS, RunUsage, tally_text, tokens_known, total_tally
 
 SNIPPET_CHARS = 60
 State = Literal[

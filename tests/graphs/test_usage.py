@@ -21,18 +21,14 @@ from pydantic import SecretStr
 from rich.console import Console
 
 from replan.cli.display import Lane, LiveDisplay, NullDisplay
+from replan.cli.pricing import KNOWN_PRICES, Price, cost, known_price, run_pricing
 from replan.cli.progress import ProgressPrinter
 from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state.usage import (
-    KNOWN_PRICES,
-    Price,
     call_tally,
-    cost,
-    known_price,
     merge_usage,
     node_usage,
-    run_pricing,
     step_usage,
     tally_text,
     total_tally,

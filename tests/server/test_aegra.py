@@ -13,7 +13,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from replan.cli import main as replan
-from replan.state.task_store_postgres import PostgresTaskStore
+from replan.state.task_stores.postgres import PostgresTaskStore
 from replan.testing import Reply, Responder, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from replan.testing.aegra import finish_all, free_port, start_runs_at_once

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from replan.state import FileTaskStore, Task, TaskContext, TaskError, TaskStoreCorruptError
-from replan.state import task_store as task_store_module
 from replan.state.fileio import LOCK_FILE
-from replan.state.task_store import HIGH_WATERMARK_FILE, JOURNAL_FILE
+from replan.state.task_stores import filesystem
+from replan.state.task_stores.filesystem import HIGH_WATERMARK_FILE, JOURNAL_FILE
 from replan.tools import task_tools
 from tests.support.kill_gates import kill_at_gate
 
@@ -380,12 +380,12 @@ def test_hand_edits_are_kept_and_a_log_from_an_earlier_boot_is_replayed(tmp_path
     assert restarted[0]["boot"] == header["boot"]
 
 
-@pytest.mark.parametrize("limit", [task_store_module.JOURNAL_LIMIT, 600])
+@pytest.mark.parametrize("limit", [filesystem.JOURNAL_LIMIT, 600])
 def test_stores_sharing_a_folder_see_each_others_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
 ) -> None:
     """Two stores (as two processes would) alternate; a small limit restarts the log often."""
-    monkeypatch.setattr(task_store_module, "JOURNAL_LIMIT", limit)
+    monkeypatch.setattr(filesystem, "JOURNAL_LIMIT", limit)
     first, second = FileTaskStore(tmp_path), FileTaskStore(tmp_path)
     tokens = set()
     for number in range(1, 13):

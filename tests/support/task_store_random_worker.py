@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from replan.state import FileTaskStore, TaskContext, open_task_store
-from replan.state.task_store import TaskChange
+from replan.state.task_stores import TaskChange
 from replan.tools import task_tools
 from tests.support.kill_gates import hold_here
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from replan.state import task_store
-from replan.state.task_store import JOURNAL_FILE, FileTaskStore
+from replan.state.task_stores import filesystem
+from replan.state.task_stores.filesystem import JOURNAL_FILE, FileTaskStore
 from replan.tools import task_tools
 from tests.support.kill_gates import hold_here
 
@@ -36,7 +36,7 @@ def hammer(folder: str, name: str, count: str) -> None:
 def hold(folder: str, when: str, file: str, gate: str, tool: str, args: str) -> None:
     """One tool call that stops at the gate while writing its change: `after` the journal
     record is flushed, `before`/`after` FILE is written, or once `half` of FILE is written."""
-    real_overwrite, real_append = task_store.overwrite_text, FileTaskStore._append
+    real_overwrite, real_append = filesystem.overwrite_text, FileTaskStore._append
 
     def overwrite(path: Path, text: str, **kwargs: Any) -> None:
         at_file = Path(path).name == file
@@ -56,7 +56,7 @@ def hold(folder: str, when: str, file: str, gate: str, tool: str, args: str) -> 
 
     tools = {t.name: t for t in task_tools(store=folder)}
     with (
-        mock.patch.object(task_store, "overwrite_text", overwrite),
+        mock.patch.object(filesystem, "overwrite_text", overwrite),
         mock.patch.object(FileTaskStore, "_append", append),
     ):
         print(tools[tool].invoke(json.loads(args)))

@@ -1,4 +1,4 @@
-"""A task list in PostgreSQL, shared by agents on several machines.
+"""`PostgresTaskStore`: a shared task list in PostgreSQL, for agents on several machines.
 
 Needs the optional extra: `pip install "replan[postgres]"` (psycopg 3); importing this module
 does not. Two tables, created on first use in the connection's schema (its `search_path`):
@@ -19,18 +19,26 @@ row is created) tells a store when the list it remembers was dropped and made ag
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from replan.state.task_store import TaskChange, TaskStore, TaskStoreCorruptError
+from replan.state.task_stores.store import (
+    TaskChange,
+    TaskStoreCorruptError,
+    run_operation,
+    snapshot,
+    unavailable,
+)
 from replan.state.tasks import Task, TaskContext, TaskError
 
 if TYPE_CHECKING:
     import psycopg
+
+T = TypeVar("T")
 
 INSTALL_HINT = 'PostgresTaskStore needs psycopg: pip install "replan[postgres]"'
 _SETUP_LOCK = 0x7461736B73  # "tasks": the advisory lock for creating the tables (runs use
@@ -70,8 +78,8 @@ class _Seen:
     context: TaskContext
 
 
-class PostgresTaskStore(TaskStore):
-    """A named task list in a PostgreSQL database.
+class PostgresTaskStore:
+    """A named task list in a PostgreSQL database (a `TaskStore`).
 
     Args:
         conninfo: a `postgresql://` URL (or libpq connection string); the store keeps one
@@ -111,6 +119,15 @@ class PostgresTaskStore(TaskStore):
     @property
     def location(self) -> str:
         return f"shared task list {self.list_name!r} in PostgreSQL at {self._where}"
+
+    def read(self) -> TaskContext:
+        """The current task list (a snapshot; changing it does not change the store)."""
+        return self.transact(snapshot)
+
+    def transact(self, operation: Callable[[TaskContext], T]) -> T:
+        """Run `operation` on the stored list in one transaction under the list's advisory lock
+        and save what changed, all or nothing (`TaskStore.transact`)."""
+        return run_operation(self._session(), self._save, operation)
 
     def close(self) -> None:
         """Close the store's own connection (a pool is left to its owner)."""
@@ -167,7 +184,7 @@ class PostgresTaskStore(TaskStore):
             yield
         except self._psycopg.Error as error:
             self._seen = None
-            raise self._unavailable(error) from error
+            raise unavailable(self.location, error) from error
 
     def _current(self, cursor: psycopg.Cursor[Any]) -> TaskContext:
         """The stored list: what this store saw last, brought up to date, or read afresh."""

@@ -1,11 +1,4 @@
-"""Task lists kept outside the graph state, shared by several agents and processes.
-
-`TaskStore` is the interface: `transact(operation)` runs one `TaskContext` operation on the
-stored list under a lock that holds across processes and saves what it changed, all or nothing;
-`read()` returns a snapshot. Each store keeps the list it last saw in memory and, on the next
-call, takes in only what other writers changed since, so an operation costs what it touches,
-not the size of the list. `FileTaskStore` (here) keeps the list in a folder;
-`replan.state.task_store_postgres.PostgresTaskStore` in a PostgreSQL database.
+"""`FileTaskStore`: a shared task list in a folder, for processes on one machine.
 
 The folder keeps the seed's layout: `<folder>/.highwatermark` holds the highest ID ever handed
 out, and each task is `<folder>/<id>.json`. Beside them, `.journal.json` is a write-ahead log:
@@ -28,15 +21,11 @@ import json
 import os
 import re
 import secrets
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
 from replan.state.fileio import (
     atomic_write_text,
@@ -45,128 +34,37 @@ from replan.state.fileio import (
     overwrite_text,
     remove_leftover_temp_files,
 )
+from replan.state.task_stores.journal import (
+    APPLIED,
+    WATERMARK,
+    Records,
+    apply_records,
+    boot_id,
+    disk_form,
+    fold,
+    from_disk,
+    header,
+    header_fields,
+    record_line,
+)
+from replan.state.task_stores.store import (
+    TaskChange,
+    TaskStoreCorruptError,
+    first_line,
+    run_operation,
+    snapshot,
+    unavailable,
+)
 from replan.state.task_table import TaskTable
-from replan.state.tasks import MAX_TASK_ID_DIGITS, TASK_ID, Task, TaskContext, TaskError
+from replan.state.tasks import TASK_ID, Task, TaskContext
 
 T = TypeVar("T")
 
 HIGH_WATERMARK_FILE = ".highwatermark"
 JOURNAL_FILE = ".journal.json"
-BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 JOURNAL_LIMIT = 1 << 20  # bytes of log after which the task files are flushed and it restarts
 _TASK_FILE = re.compile(rf"({TASK_ID.pattern})\.json")
-_WATERMARK = re.compile(rf"[0-9]{{1,{MAX_TASK_ID_DIGITS}}}")
-_TOKEN = re.compile(r"[0-9a-f]{32}")
 _DAMAGED = object()
-_APPLIED = b'{"applied":1}\n'  # follows a record once its files are written
-# Field names on disk follow the seed's JSON (camelCase); the model uses snake_case.
-_DISK_KEYS = {"active_form": "activeForm", "blocked_by": "blockedBy", "created_at": "createdAt"}
-_MODEL_KEYS = {disk: field for field, disk in _DISK_KEYS.items()}
-
-
-class TaskStoreCorruptError(TaskError):
-    """The stored list could not be read; nothing was changed."""
-
-
-class TaskStoreUnavailableError(TaskError):
-    """The store's folder or database cannot be used right now; nothing was changed."""
-
-
-@dataclass(frozen=True)
-class TaskChange:
-    """What one operation changed, checked to be storable: the whole write, or nothing."""
-
-    written: dict[str, dict[str, Any]]  # task ID -> the task as JSON-ready data
-    deleted: list[str]
-    high_watermark: int
-    watermark_changed: bool
-
-    @property
-    def empty(self) -> bool:
-        return not (self.written or self.deleted or self.watermark_changed)
-
-    @classmethod
-    def between(cls, before: TaskContext, after: TaskContext) -> TaskChange:
-        """The change from `before` to `after`; TaskError if `after` holds what cannot be stored."""
-        written, deleted = before.tasks.changes_to(after.tasks)
-        if after.high_watermark < before.high_watermark:
-            raise TaskError("The high watermark cannot go down: IDs are never reused. Not saved.")
-        watermark = max(after.high_watermark, *(int(task.id) for task in written), 0)
-        return cls(
-            written={task.id: storable(task) for task in written},
-            deleted=deleted,
-            high_watermark=watermark,
-            watermark_changed=watermark != before.high_watermark,
-        )
-
-
-def storable(task: Task) -> dict[str, Any]:
-    """`task` as JSON-ready data, after checking every field's type; TaskError if it is not.
-
-    Operations on a `TaskContext` validate their input, but `transact` runs any callable.
-    """
-    try:
-        data = Task.model_validate(dict(task)).model_dump(mode="json")
-        json.dumps(data, ensure_ascii=False).encode("utf-8")  # lone surrogates have no encoding
-    except (ValueError, TypeError, PydanticSerializationError) as error:
-        raise TaskError(
-            f"Task #{task.id} cannot be stored ({_first_line(error)}). Nothing was changed."
-        ) from error
-    return data
-
-
-class TaskStore(ABC):
-    """A shared task list: one operation at a time, across threads, processes and machines."""
-
-    @property
-    @abstractmethod
-    def location(self) -> str:
-        """Where the list lives, for messages ("shared task folder ./tasks")."""
-
-    def read(self) -> TaskContext:
-        """The current task list (a snapshot; changing it does not change the store)."""
-        return self.transact(lambda context: context)
-
-    def transact(self, operation: Callable[[TaskContext], T]) -> T:
-        """Run `operation` on the stored list under the store's lock, then save what changed.
-
-        If `operation` raises, or leaves a task that cannot be stored, nothing is saved.
-        Raises TaskStoreCorruptError for a damaged list, TaskStoreUnavailableError when the
-        store cannot be reached.
-        """
-        with self._session() as stored:
-            context = stored.clone()
-            result = operation(context)
-            change = TaskChange.between(stored, context)
-            if not change.empty:
-                self._save(change, context)
-            return result
-
-    @abstractmethod
-    def _session(self) -> AbstractContextManager[TaskContext]:
-        """Hold the lock and yield the stored list; an exception in the block saves nothing."""
-
-    @abstractmethod
-    def _save(self, change: TaskChange, context: TaskContext) -> None:
-        """Store `change` (which turns the yielded list into `context`) inside the session."""
-
-    def _unavailable(self, error: Exception) -> TaskStoreUnavailableError:
-        problem = " ".join(str(error).split())  # one line, whatever the driver says
-        return TaskStoreUnavailableError(
-            f"The {self.location} cannot be used ({problem}). Nothing was changed; tell the "
-            "user, since retrying will not help until it is fixed."
-        )
-
-
-def open_task_store(where: TaskStore | str | os.PathLike[str]) -> TaskStore:
-    """A store given as itself, a folder path, or a `postgresql://` URL."""
-    if isinstance(where, TaskStore):
-        return where
-    if isinstance(where, str) and where.startswith(("postgresql://", "postgres://")):
-        from replan.state.task_store_postgres import PostgresTaskStore
-
-        return PostgresTaskStore(where)
-    return FileTaskStore(where)
 
 
 @dataclass
@@ -189,18 +87,11 @@ class _Log:
     torn_tail: bool = False  # an unfinished last line follows (a writer died mid-append)
 
 
-@dataclass
-class _Records:
-    """Journal lines folded into their net effect."""
+class FileTaskStore:
+    """A task list in a folder (the seed's layout), shared by processes on one machine.
 
-    tasks: dict[str, Task | None] = field(default_factory=dict)  # None: deleted
-    high_watermark: int | None = None
-    unapplied: set[str] = field(default_factory=set)  # IDs of a record without its marker
-    last_applied: bool = True
-
-
-class FileTaskStore(TaskStore):
-    """A task list in a folder (the seed's layout), shared by processes on one machine."""
+    A `TaskStore`: `transact(operation)` runs under the folder's lock; `read()` is a snapshot.
+    """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -210,6 +101,15 @@ class FileTaskStore(TaskStore):
     @property
     def location(self) -> str:
         return f"shared task folder {self.directory}"
+
+    def read(self) -> TaskContext:
+        """The current task list (a snapshot; changing it does not change the store)."""
+        return self.transact(snapshot)
+
+    def transact(self, operation: Callable[[TaskContext], T]) -> T:
+        """Run `operation` on the stored list under the folder's lock and save what changed, all
+        or nothing (`TaskStore.transact`)."""
+        return run_operation(self._session(), self._save, operation)
 
     # -- session -------------------------------------------------------------------------
 
@@ -225,16 +125,11 @@ class FileTaskStore(TaskStore):
             yield stored
 
     def _save(self, change: TaskChange, context: TaskContext) -> None:
-        record = {
-            "high_watermark": change.high_watermark,
-            "write": change.written,
-            "delete": change.deleted,
-        }
         with self._folder_errors():
-            self._append(json.dumps(record, separators=(",", ":")).encode() + b"\n", flush=True)
+            self._append(record_line(change), flush=True)
             ids = {*change.written, *change.deleted}
             self._write_files(context, ids, watermark=change.watermark_changed)
-            self._append(_APPLIED, flush=False)
+            self._append(APPLIED, flush=False)
             if self._log.size > JOURNAL_LIMIT:
                 self._restart_log()
             self._remember(context)
@@ -245,7 +140,7 @@ class FileTaskStore(TaskStore):
             yield
         except OSError as error:
             self._seen = None
-            raise self._unavailable(error) from error
+            raise unavailable(self.location, error) from error
 
     def _current(self) -> TaskContext:
         """The stored list: what this store saw last, brought up to date, or read afresh."""
@@ -256,12 +151,12 @@ class FileTaskStore(TaskStore):
             return seen.context
         else:
             records = self._read_records(seen.offset)
-            context = _apply(seen.context, records)
+            context = apply_records(seen.context, records)
             if records.unapplied:  # a writer died before writing its files: finish for it
                 watermark = records.high_watermark is not None
                 self._write_files(context, records.unapplied, watermark=watermark)
                 remove_leftover_temp_files(self.directory)
-                self._append(_APPLIED, flush=False)
+                self._append(APPLIED, flush=False)
         self._remember(context)
         return context
 
@@ -276,7 +171,7 @@ class FileTaskStore(TaskStore):
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
-            atomic_write_text(path, _header(secrets.token_hex(16)))
+            atomic_write_text(path, header(secrets.token_hex(16)))
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
         try:
             first = os.pread(fd, 256, 0).split(b"\n", 1)[0]
@@ -284,16 +179,7 @@ class FileTaskStore(TaskStore):
         except OSError:
             os.close(fd)
             raise
-        try:
-            header = json.loads(first)
-        except ValueError:
-            header = None
-        if not isinstance(header, dict) or set(header) != {"journal", "boot"}:
-            return _Log(fd, None, None, size)
-        token, boot = header["journal"], header["boot"]
-        if not (isinstance(token, str) and _TOKEN.fullmatch(token)):
-            return _Log(fd, None, None, size)
-        return _Log(fd, token, boot if isinstance(boot, str) else None, size)
+        return _Log(fd, *header_fields(first), size)
 
     def _append(self, line: bytes, *, flush: bool) -> None:
         log = self._log
@@ -307,7 +193,7 @@ class FileTaskStore(TaskStore):
             getattr(os, "fdatasync", os.fsync)(log.fd)
         log.size += len(line)
 
-    def _read_records(self, offset: int) -> _Records:
+    def _read_records(self, offset: int) -> Records:
         """Fold the log's lines from `offset` on; a torn last line is dropped (never applied)."""
         log = self._log
         data = os.pread(log.fd, log.size - offset, offset)
@@ -317,11 +203,11 @@ class FileTaskStore(TaskStore):
         if tail:
             log.size -= len(tail)
             log.torn_tail = True
-        records = _Records()
+        records = Records()
         lines = complete.split(b"\n") if complete else []
         skip_header = offset == 0 and log.token is not None
         for number, line in enumerate(lines[skip_header:], start=1 + skip_header):
-            _fold(records, line, self._journal_problem(line, number if offset == 0 else None))
+            fold(records, line, self._journal_problem(line, number if offset == 0 else None))
         return records
 
     def _journal_problem(self, line: bytes, number: int | None) -> Callable[[str], Exception]:
@@ -340,9 +226,9 @@ class FileTaskStore(TaskStore):
         """Flush the task files to disk, then start an empty log (a checkpoint)."""
         os.sync()
         token = secrets.token_hex(16)
-        atomic_write_text(self.directory / JOURNAL_FILE, _header(token))
+        atomic_write_text(self.directory / JOURNAL_FILE, header(token))
         log = self._log
-        log.token, log.boot, log.size, log.torn_tail = token, _boot_id(), len(_header(token)), False
+        log.token, log.boot, log.size, log.torn_tail = token, boot_id(), len(header(token)), False
 
     # -- the folder ----------------------------------------------------------------------
 
@@ -354,7 +240,7 @@ class FileTaskStore(TaskStore):
         ahead of files that never reached the disk: then every record is replayed, the files
         are repaired and the log starts over.
         """
-        log, boot = self._log, _boot_id()
+        log, boot = self._log, boot_id()
         records = self._read_records(0)
         same_boot = log.token is not None and boot is not None and log.boot == boot
         replayed = {
@@ -373,12 +259,12 @@ class FileTaskStore(TaskStore):
             task_id = match.group(1)
             try:
                 raw = json.loads(Path(entry.path).read_text("utf-8"))
-                task = Task.model_validate(_from_disk(raw))
+                task = Task.model_validate(from_disk(raw))
             except ValueError as error:  # also ValidationError, UnicodeDecodeError
                 if task_id in replayed:
                     on_disk[task_id] = _DAMAGED  # the log has its content
                 else:
-                    problems.append(f"{entry.name}: {_first_line(error)}")
+                    problems.append(f"{entry.name}: {first_line(error)}")
                 continue
             if task.id != task_id:
                 problems.append(f"{entry.name}: holds task id {task.id!r}")
@@ -401,7 +287,7 @@ class FileTaskStore(TaskStore):
         stale = {
             task_id
             for task_id, task in replayed.items()
-            if (task_id in on_disk if task is None else on_disk.get(task_id) != _disk_form(task))
+            if (task_id in on_disk if task is None else on_disk.get(task_id) != disk_form(task))
         }
         watermark_stale = high_watermark != watermark
         if stale or watermark_stale:
@@ -409,7 +295,7 @@ class FileTaskStore(TaskStore):
         if log.token is None or log.boot != boot:
             self._restart_log()
         elif not records.last_applied:
-            self._append(_APPLIED, flush=False)
+            self._append(APPLIED, flush=False)
         return context
 
     def _read_watermark(self, problems: list[str], *, logged: bool) -> int:
@@ -419,7 +305,7 @@ class FileTaskStore(TaskStore):
             return 0
         except UnicodeDecodeError:
             text = "(not text)"
-        if _WATERMARK.fullmatch(text):
+        if WATERMARK.fullmatch(text):
             return int(text)
         if not logged:  # else the log holds the value and the file is rewritten
             problems.append(f"{HIGH_WATERMARK_FILE}: {text[:40]!r} is not a whole number")
@@ -439,81 +325,4 @@ class FileTaskStore(TaskStore):
             if task is None:
                 path.unlink(missing_ok=True)
             else:
-                overwrite_text(path, json.dumps(_disk_form(task), indent=2))
-
-
-def _header(token: str) -> str:
-    return json.dumps({"journal": token, "boot": _boot_id()}) + "\n"
-
-
-def _boot_id() -> str | None:
-    """This machine's boot ID (Linux), or None where there is none: then every store that opens
-    the folder replays the whole log, as after a restart."""
-    try:
-        return Path(BOOT_ID_FILE).read_text("ascii").strip() or None
-    except OSError:
-        return None
-
-
-def _fold(records: _Records, line: bytes, problem: Callable[[str], Exception]) -> None:
-    """Add one journal line to `records`, checking every name before anything acts on it."""
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        raise problem("not JSON") from None
-    if entry == {"applied": 1}:
-        records.unapplied.clear()
-        records.last_applied = True
-        return
-    if not isinstance(entry, dict) or set(entry) != {"high_watermark", "write", "delete"}:
-        raise problem("expected the keys high_watermark, write and delete")
-    watermark, written, deleted = entry["high_watermark"], entry["write"], entry["delete"]
-    if type(watermark) is not int or not _WATERMARK.fullmatch(str(watermark)):
-        raise problem("high_watermark is not a small whole number")
-    if not isinstance(written, dict) or not isinstance(deleted, list):
-        raise problem("write must be an object and delete a list")
-    tasks: dict[str, Task | None] = {}
-    for task_id, data in written.items():
-        if not _is_task_id(task_id):
-            raise problem(f"{task_id!r} is not a task ID")
-        try:
-            task = Task.model_validate(_from_disk(data))
-        except (ValueError, ValidationError) as error:
-            raise problem(f"task {task_id}: {_first_line(error)}") from None
-        if task.id != task_id:
-            raise problem(f"task {task_id} holds id {task.id!r}")
-        tasks[task_id] = task
-    for task_id in deleted:
-        if not _is_task_id(task_id):
-            raise problem(f"{task_id!r} is not a task ID")
-        tasks[task_id] = None
-    records.tasks.update(tasks)
-    records.unapplied.update(tasks)
-    records.high_watermark = max(records.high_watermark or 0, watermark)
-    records.last_applied = False
-
-
-def _apply(context: TaskContext, records: _Records) -> TaskContext:
-    table = context.tasks
-    for task_id, task in records.tasks.items():
-        table = table.without(task_id) if task is None else table.with_task(task)
-    watermark = max(context.high_watermark, records.high_watermark or 0, table.highest_id())
-    return TaskContext.model_construct(tasks=table, high_watermark=watermark)
-
-
-def _is_task_id(value: object) -> bool:
-    return isinstance(value, str) and TASK_ID.fullmatch(value) is not None
-
-
-def _disk_form(task: Task) -> dict[str, Any]:
-    return {_DISK_KEYS.get(key, key): value for key, value in task.model_dump(mode="json").items()}
-
-
-def _from_disk(data: Any) -> Any:
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    return {_MODEL_KEYS.get(key, key): value for key, value in data.items()}
-
-
-def _first_line(error: Exception) -> str:
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
+                overwrite_text(path, json.dumps(disk_form(task), indent=2))
