@@ -37,7 +37,7 @@ from replan.cli.summary import describe_run, is_finished, run_status, summarize,
 from replan.cli.tool_loading import ToolLoadingError, load_tools, stored_reference
 from replan.graphs.context import Context
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
-from replan.graphs.graph_state import effective_mode
+from replan.graphs.graph_state import effective_mode, reviewed_steps
 from replan.graphs.model.client import require_api_key
 from replan.graphs.persistence import (
     DEFAULT_DB,
@@ -237,7 +237,7 @@ async def _drive(run: Run, payload: Any) -> ExitCode:
             snapshot = await run.graph.aget_state(run.config)
             if not snapshot.interrupts or not sys.stdin.isatty():
                 break
-            answer = ask_review(snapshot.interrupts[0].value["plan"])
+            answer = ask_review(reviewed_steps(snapshot.interrupts[0].value))
             if answer is None:
                 break
             payload = Command(resume=answer)

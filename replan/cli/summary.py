@@ -17,8 +17,14 @@ from langgraph.types import StateSnapshot
 
 from replan.cli.pricing import Pricing, cost, dollars_text, run_pricing
 from replan.graphs.context import Bounds
-from replan.graphs.conversation import objective_text
-from replan.graphs.graph_state import ANSWER, DecisionFallback, PlanExecuteState, effective_mode
+from replan.graphs.conversation import turn_objective
+from replan.graphs.graph_state import (
+    ANSWER,
+    DecisionFallback,
+    PlanExecuteState,
+    effective_mode,
+    review_summary,
+)
 from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan.scheduling import steps_left
 from replan.graphs.plan.views import format_executed_steps, format_plan
@@ -265,13 +271,13 @@ def summarize(
     if failure is not None and not errors:
         status = Status("failed", status.nodes)
         errors = [vars(RunError.of("", failure))]
-    review = snapshot.interrupts[0].value if snapshot.interrupts else None
+    review = review_summary(snapshot.interrupts[0].value) if snapshot.interrupts else None
     return {
         "thread_id": thread_id,
         "status": status.state,
         "stop_reason": status.stop_reason,
         "nodes": list(status.nodes),
-        "objective": objective_text(values.get("messages", [])),
+        "objective": turn_objective(values),
         "plan": [] if status.state == "rejected" else steps_left(values),
         "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
@@ -328,7 +334,7 @@ def describe_run(
         lines = "\n".join(fallback_line(fallback) for fallback in record["fallbacks"])
         parts.append(f"Decisions asked as {record['mode']}:\n{_indent(lines)}")
     parts += [
-        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
+        f"Objective:\n{_indent(turn_objective(values))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
         _plan_part(status, values),
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot), empty='(none)'))}",
@@ -364,7 +370,7 @@ def threads_table(runs: list[tuple[str, StateSnapshot]]) -> str:
             thread_id,
             run_status(snapshot).text(),
             local_time(snapshot.created_at),
-            first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS),
+            first_line(turn_objective(cast(PlanExecuteState, snapshot.values)), SNIPPET_CHARS),
         )
         for thread_id, snapshot in runs
     ]

@@ -437,12 +437,13 @@ def test_a_first_run_with_default_settings_gets_to_an_answer(
     assert result["response"].startswith("All 2 steps") and not result.get("stop_reason")
 
 
-def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_fails(
+def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_ends_the_turn(
     server: ScriptedOpenAIServer,
 ) -> None:
     server.responder = lambda request: said("I would rather chat.")
-    with pytest.raises(Exception, match="still after 3 attempts"):
-        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    assert result["stop_reason"] == "no_decision"
+    assert "still after 3 attempts" in result["response"]
     asked = [r.get("response_format", {}).get("type") or "tools" for r in server.requests]
     assert asked == ["tools"] * 2 + ["json_schema"] * 2 + ["json_object"] * 3
 

@@ -13,6 +13,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from replan.cli import main as replan
+from replan.graphs.graph_state import reviewed_steps
 from replan.state.task_stores.postgres import PostgresTaskStore
 from replan.testing import Reply, Responder, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
@@ -78,7 +79,7 @@ def _paused(aegra_served: Served) -> str:
     paused = client.runs.wait(thread, GRAPH, input=objective(), context={"approve_plan": True})
     assert isinstance(paused, dict)
     (pending,) = paused["__interrupt__"]
-    assert pending["value"]["plan"] == STEPS
+    assert reviewed_steps(pending["value"]) == STEPS
     assert client.threads.get(thread)["status"] == "interrupted"
     return str(thread)
 

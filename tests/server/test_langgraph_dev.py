@@ -189,7 +189,8 @@ def _paused(client: SyncLangGraphClient) -> str:
     )
     assert isinstance(paused, dict)
     (pending,) = paused["__interrupt__"]
-    assert pending["value"]["plan"] == STEPS and "approve" in pending["value"]["question"]
+    (request,) = pending["value"]["action_requests"]
+    assert request["args"]["steps"] == STEPS and "approve" in request["description"].lower()
     assert paused["executed_steps"] == []
     assert client.threads.get(thread)["status"] == "interrupted"
     assert client.threads.get_state(thread)["next"] == ["review_plan"]
