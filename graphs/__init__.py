@@ -33,5 +33,5 @@ The modules, from the graph down:
   (what the graph raises), `tool_loading` (tools named as `PATH.py:NAME` or
   `package.module:NAME`, for `replan run --tools`).
 - `cli/`: the `replan` command (`main`, `parser`, `commands`, `check`, `output`, `progress`,
-  `display`, `retry_log`, `summary`).
+  `display`, `summary`).
 """

@@ -52,10 +52,10 @@ def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
         temperature=context.temperature,
         base_url=context.base_url or None,
         api_key=SecretStr(api_key),
-        max_retries=context.max_retries,
+        max_retries=0,  # the HTTP clients retry, so that each retry can be shown
         timeout=context.timeout,
-        http_client=sync_http_client(),
-        http_async_client=async_http_client(),
+        http_client=sync_http_client(context.max_retries),
+        http_async_client=async_http_client(context.max_retries),
         **reply_limit(context.base_url, max_tokens),
         stream_usage=True,  # streamed replies end with their usage, as plain ones carry it
     )
