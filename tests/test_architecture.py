@@ -16,8 +16,7 @@ LAYERS = {"replan": "replan", "graphs": "replan.graphs", "state": "replan.state"
 MAX_MODULE_LINES = 400
 NOT_YET = {  # being split or mended on other branches; this set only shrinks
     "replan.cli.commands", "replan.cli.server_check", "replan.state.tasks", "replan.testing.server",
-    "replan.tools.task_tools", "replan.cli.retry_log", "replan.graphs.model.client",
-    "replan.graphs.served",
+    "replan.tools.task_tools",
 }  # fmt: skip
 PRIVATE_USES = re.compile(
     r"langgraph\._internal|_get_request_payload|openai\._base_client|__mro__|vars\(graph"

@@ -32,13 +32,13 @@ from replan.cli.display import TICK_SECONDS, Display, LiveDisplay, NullDisplay, 
 from replan.cli.output import CliError, ExitCode, emit, one_line, say
 from replan.cli.pricing import run_pricing
 from replan.cli.progress import ProgressPrinter
-from replan.cli.retry_log import model_retries_shown
 from replan.cli.summary import describe_run, is_finished, run_status, summarize, threads_table
 from replan.cli.tool_loading import ToolLoadingError, load_tools, stored_reference
 from replan.graphs.context import Context
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError, ReplanError
 from replan.graphs.graph_state import effective_mode, reviewed_steps
 from replan.graphs.model.client import require_api_key
+from replan.graphs.model.http_client import model_retries_reported
 from replan.graphs.persistence import (
     DEFAULT_DB,
     STARTED_KEY,
@@ -199,7 +199,7 @@ async def _tick(printer: ProgressPrinter) -> None:
 
 async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
     """Stream the run until it ends or pauses, showing its progress."""
-    with _display(run.args.quiet) as display, model_retries_shown(printer):
+    with _display(run.args.quiet) as display, model_retries_reported(printer.model_retry):
         printer.display = display
         ticker = asyncio.create_task(_tick(printer))
         try:

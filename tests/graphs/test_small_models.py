@@ -474,8 +474,9 @@ def test_a_step_that_names_no_tool_is_forced_to_the_one_of_its_kind(
     assert tool_to_force(offer, "Find the stock of north", False) is None
 
 
+@both_modes
 def test_llama_cpp_python_takes_back_an_executor_call_with_empty_content(
-    server: ScriptedOpenAIServer,
+    server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     """The client sends an assistant message with tool calls and no text as `content: ""`:
     llama-cpp-python refuses `null` there (HTTP 500)."""
@@ -489,7 +490,7 @@ def test_llama_cpp_python_takes_back_an_executor_call_with_empty_content(
 
     server.responder = respond
     graph = build_plan_execute_graph(tools=[warehouse_stock])
-    result = run(graph, "Stock of north in 1 steps", context=_context(server))
+    result = run(graph, "Stock of north in 1 steps", mode, context=_context(server))
 
     assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
     sent_back = [
