@@ -52,7 +52,7 @@ class StartTurn:
         When the conversation lacks the turn's answer (a thread saved before answers were
         messages, or a turn cut short), it is put before the new message."""
         if not (state.get("response") or state.get("plan") or state.get("executed_steps")):
-            return {}
+            return {"carried_steps": []}  # a new thread: nothing before this turn
         messages = state.get("messages", [])
         ended = bool(state.get("response"))
         response = state.get("response", "") if ended else self.superseded

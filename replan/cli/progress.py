@@ -21,10 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Overwrite
 
 from replan.cli.display import Display, Lane
+from replan.cli.output import first_line
 from replan.cli.pricing import Pricing, cost, dollars_text
-from replan.cli.summary import fallback_line, first_line
+from replan.cli.summary import fallback_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
 from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.model.http_client import ModelRetry
@@ -85,8 +87,8 @@ def _updates(update: Any) -> list[dict[str, Any]]:
     none: a `Command` that only routes)."""
     if update is None:
         return [{}]
-    if isinstance(update, dict):
-        return [update]
+    if isinstance(update, dict):  # a value that bypasses its channel's reducer, as written
+        return [{k: v.value if isinstance(v, Overwrite) else v for k, v in update.items()}]
     if isinstance(update, list | tuple):
         return [item for item in update if isinstance(item, dict)]
     return []

@@ -45,6 +45,8 @@ from replan.testing.server import Reply, Responder, text, tool_call
 DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
 _RESULT = re.compile(r"RESULT (\d+)/(\d+)")
+_EARLIER = re.compile(r"Earlier in this conversation:.*?(?=\n# |\Z)", re.S)
+"""What a follow-up's replanner is shown of earlier turns (their answers repeat markers)."""
 _STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
 ROLES = ("planner", "executor", "replanner", "answer")
 FILLER = " The details of this step are written out here at length."
@@ -74,7 +76,8 @@ def dependencies(shape: str, total: int) -> list[list[int]] | None:
 
 
 def _done(prompt: str) -> set[int]:
-    return {int(match[0]) for match in _RESULT.findall(prompt)}
+    """The steps whose result the prompt shows (not the markers earlier answers repeat)."""
+    return {int(match[0]) for match in _RESULT.findall(_EARLIER.sub("", prompt))}
 
 
 def _plan_shape(prompt: str) -> tuple[int, str] | None:

@@ -175,7 +175,7 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         *["answer"] * ANSWER_CALLS,
         "reply",
     ]
-    chunks = chunks[1:]  # a new thread's first turn: nothing to start
+    assert chunks.pop(0) == {"start_turn": {"carried_steps": []}}  # a new thread's first turn
     assert chunks[0]["planner"]["objective"] == "Do a then b"
     assert chunks[0]["planner"]["plan"] == [
         {"id": 1, "step": "a", "depends_on": []},

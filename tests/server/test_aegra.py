@@ -59,12 +59,14 @@ def test_a_run_streams_its_updates_and_its_task_list_comes_back(aegra_served: Se
         parts = client.runs.stream(thread, GRAPH, input=objective(), stream_mode="updates")
         order = [node for part in parts if part.event == "updates" for node in part.data]
     assert order == [
+        "start_turn",
         "planner",
         "executor",
         "replanner",
         "executor",
         "replanner",
         *["answer"] * ANSWER_CALLS,
+        "reply",
     ]
     values = client.threads.get_state(thread)["values"]
     assert isinstance(values, dict) and values["response"] == ANSWER
@@ -222,8 +224,8 @@ def test_the_docs_sdk_example_runs(
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines[:-2]] == [
         "metadata",
-        *["updates"] * (5 + ANSWER_CALLS),
+        *["updates"] * (7 + ANSWER_CALLS),  # start_turn, ..., reply
         "end",
     ]
-    assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
+    assert lines[1:4] == ["updates ['start_turn']", "updates ['planner']", "updates ['executor']"]
     assert lines[-2:] == [str(STEPS), ANSWER]
