@@ -15,7 +15,7 @@ LAYERS = {"replan": "replan", "graphs": "replan.graphs", "state": "replan.state"
           "tools": "replan.tools"}  # fmt: skip
 MAX_MODULE_LINES = 400
 NOT_YET = {  # being split or mended on other branches; this set only shrinks
-    "replan.cli.commands", "replan.cli.server_check", "replan.state.tasks", "replan.testing.server",
+    "replan.cli.commands", "replan.cli.server_check", "replan.state.tasks",
     "replan.tools.task_tools", "replan.cli.retry_log", "replan.graphs.model.client",
     "replan.graphs.served",
 }  # fmt: skip
