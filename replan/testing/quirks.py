@@ -1,6 +1,7 @@
 """How the scripted server departs from OpenAI's API to imitate a real local server (`Quirks`),
 and the presets for the servers replan was checked on: `LLAMA_CPP` (llama.cpp's
-`llama-server`), `LLAMA_CPP_PYTHON`, `OLLAMA`."""
+`llama-server`), `LLAMA_CPP_PYTHON`, `OLLAMA`, also by the names users know them by
+(`PRESETS`)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,12 @@ LLAMA_CPP = Quirks(ignore_named_choice=True, calls_as_text="fenced")
 """llama.cpp's `llama-server --jinja` with a small model that writes its calls as text."""
 OLLAMA = Quirks(ignore_tool_choice=True)
 """Ollama's OpenAI-compatible API."""
+PRESETS: dict[str, Quirks] = {
+    "llama-server": LLAMA_CPP,
+    "llama-cpp-python": LLAMA_CPP_PYTHON,
+    "ollama": OLLAMA,
+}
+"""The presets by the names of the servers they imitate (`python -m replan.testing --preset`)."""
 
 
 def _calls_as_text(reply: Reply, shape: CallsAsText) -> Reply:
