@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from replan.state.tasks import Task, TaskContext
+from replan.tools.task_tools import TaskCallChange
+
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = {"replan": "replan", "graphs": "replan.graphs", "state": "replan.state",
           "tools": "replan.tools"}  # fmt: skip
@@ -91,8 +94,5 @@ def test_a_module_is_short_and_opens_with_what_it_is_for(name: str) -> None:
 
 def test_the_classes_checkpoints_name_stay_where_saved_checkpoints_find_them() -> None:
     """Checkpoints store these by module path (msgpack): a split must leave them in place."""
-    from replan.state.tasks import Task, TaskContext
-    from replan.tools.task_tools import TaskCallChange
-
     assert {cls.__module__ for cls in (Task, TaskContext)} == {"replan.state.tasks"}
     assert TaskCallChange.__module__ == "replan.tools.task_tools"
