@@ -36,6 +36,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+def test_the_server_extra_is_refused_rather_than_empty_on_an_older_python(wheel: Path) -> None:
+    """No marker leaves Aegra out of `replan[server]` on Python 3.11: pip must refuse the extra
+    there (Aegra's Requires-Python), not install it without the server."""
+    with zipfile.ZipFile(wheel) as built:
+        (metadata,) = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = built.read(metadata).decode().splitlines()
+    server = [line for line in lines if line.startswith("Requires-Dist:") and '"server"' in line]
+    assert any(line.startswith("Requires-Dist: aegra-api") for line in server)
+    assert [line for line in server if "python_version" in line] == []
+
+
 def test_the_wheel_installs_only_the_replan_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}

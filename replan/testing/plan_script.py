@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replan.testing.replies import Reply, Responder, text, tool_call
 from replan.testing.requests import (
     asked_fields,
     first_param,
@@ -40,7 +41,6 @@ from replan.testing.requests import (
     prompt_text,
     tool_names,
 )
-from replan.testing.server import Reply, Responder, text, tool_call
 
 DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
