@@ -242,6 +242,52 @@ def test_rejecting_the_plan_ends_the_run_saying_so(client: SyncLangGraphClient) 
     assert client.threads.get(thread)["status"] == "idle"
 
 
+def test_a_chat_ui_decision_approves_edits_or_rejects_the_plan(client: SyncLangGraphClient) -> None:
+    approved = _resume(client, _paused(client), {"decisions": [{"type": "approve"}]})
+    assert approved["messages"][-1]["content"] == ANSWER
+    edit = {"name": "plan", "args": {"steps": '["Step 1 of 1 [announce it]"]'}}  # a text box's
+    edited = _resume(
+        client, _paused(client), {"decisions": [{"type": "edit", "edited_action": edit}]}
+    )
+    assert [done["step"] for done in edited["executed_steps"]] == ["Step 1 of 1 [announce it]"]
+    reject = {"decisions": [{"type": "reject", "message": "not now"}]}
+    rejected = _resume(client, _paused(client), reject)
+    assert (
+        rejected["stop_reason"] == "rejected" and "not now" in rejected["messages"][-1]["content"]
+    )
+
+
+def test_a_conversation_gets_each_answer_in_messages_and_follow_ups_on_its_thread(
+    client: SyncLangGraphClient,
+) -> None:
+    thread = new_thread(client)
+    first = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE)
+    follow_up = {"messages": [{"role": "user", "content": "Now announce it in 1 steps"}]}
+    second = client.runs.wait(thread, assistant_id(client), input=follow_up)
+
+    assert isinstance(first, dict) and isinstance(second, dict)
+    said = [(m["type"], m["content"]) for m in second["messages"]]
+    assert said[:2] == [("human", "Ship it in 2 steps"), ("ai", ANSWER)]
+    assert said[2:] == [
+        ("human", "Now announce it in 1 steps"),
+        ("ai", "All 1 steps of [now announce it in 1] are done: RESULT 1/1"),
+    ]
+    assert second["messages"][-1]["name"] == "replan"
+    assert [turn["objective"] for turn in second["turns"]] == ["Ship it in 2 steps"]
+    streamed = client.runs.stream(
+        thread,
+        assistant_id(client),
+        input={"messages": [{"role": "user", "content": "Bye in 1 steps"}]},
+        stream_mode="messages-tuple",
+    )
+    replies = [
+        part.data[0]["content"]
+        for part in streamed
+        if part.event == "messages" and part.data[1].get("langgraph_node") == "reply"
+    ]
+    assert replies == ["All 1 steps of [bye in 1 steps] are done: RESULT 1/1"]
+
+
 def test_a_fresh_clone_serves_offline_without_an_api_key(tmp_path: Path) -> None:
     """Starting needs no key; a run then fails with ModelUnavailableError, not at startup, and
     the SDK client sees why."""
