@@ -104,7 +104,12 @@ from benchmarks.tutorial import (  # noqa: E402
 from replan import Context, build_plan_execute_graph, checkpoint_serializer  # noqa: E402
 from replan.testing import MODEL_ID, Reply, ScriptedOpenAIServer, text, tool_call  # noqa: E402
 from replan.testing.plan_script import classify  # noqa: E402
-from replan.testing.requests import first_param, message_text, prompt_text  # noqa: E402
+from replan.testing.requests import (  # noqa: E402
+    first_param,
+    message_text,
+    prompt_text,
+    step_tools,
+)
 
 CATEGORY = "multi_turn_base"
 DATA_FILE = "BFCL_v4_multi_turn_base.json"
@@ -854,10 +859,13 @@ class GroundTruthModel:
     loop (replan's executor, the tutorial's agent, the ReAct agent) makes the turn's next call
     not yet made since its last user message, then says it is done.
 
-    `drop_last` leaves out each turn's last call (a wrong run, for tests of the checker)."""
+    `drop_last` leaves out each turn's last call (a wrong run, for tests of the checker);
+    `tool_steps` has replan's planner write the turn's calls as a chain of tool steps when it
+    is offered them (the design's ceiling: no executor call at all)."""
 
     entries: Sequence[Entry]
     drop_last: bool = False
+    tool_steps: bool = False
 
     @cached_property
     def parameters(self) -> dict[str, list[str]]:
@@ -892,13 +900,24 @@ class GroundTruthModel:
         if decision == "Act":
             return tool_call("Act", {"action": {"response": "Done."}})
         role = classify(request).role
+        key = first_param(request, "plan", "steps")
+        if role == "planner" and self.tool_steps and step_tools(request):
+            return tool_call("plan", {key: self.tool_step_chain(entry, number)})
         if role == "planner":
-            return tool_call("plan", {first_param(request, "plan", "steps"): [entry.turns[number]]})
+            return tool_call("plan", {key: [entry.turns[number]]})
         if role == "replanner":
             return tool_call("respond", {first_param(request, "respond", "response"): "Done."})
         if role == "answer":
             return text("Done.")
         return self.next_call(request, entry, number)
+
+    def tool_step_chain(self, entry: Entry, number: int) -> list[dict[str, Any]]:
+        """The turn's ground-truth calls as tool steps, each after the one before."""
+        steps = []
+        for position, call in enumerate(entry.ground_truth[number]):
+            name, args = parse_call(call, self.parameters.get(call.split("(")[0], []))
+            steps.append({"tool": name, "args": args, "depends_on": [position] if position else []})
+        return steps
 
     def next_call(self, request: dict[str, Any], entry: Entry, number: int) -> Reply:
         """The turn's next ground-truth call, counted by the tool results since the last user

@@ -103,6 +103,38 @@ def test_a_design_that_leaves_out_a_call_fails_on_bfcls_checker(
     assert row.calls[0] == chosen.ground_truth[0][:-1]
 
 
+def test_replan_tool_steps_fulfil_a_first_turn_without_an_executor_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    chosen = entry(50)  # one turn, two calls
+    model = GroundTruthModel([chosen], tool_steps=True)
+    with ScriptedOpenAIServer(model) as scripted, MeteringProxy(scripted.base_url) as proxy:
+        server = Server(proxy.base_url, MODEL_ID)
+        row = asyncio.run(run_entry(chosen, "replan", server, Bounds(), proxy))
+    assert row.passed, row.error
+    assert row.model_calls == 2  # planner, replanner (its answer is the decision's)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="product: a tool step whose call equals an earlier one on the thread takes that "
+    "call's result instead of running (replan.graphs.tool_steps, dedupe), which is wrong for "
+    "stateful tools: entry 0's fourth turn repeats `cd(folder='temp')` of its second",
+)
+def test_replan_tool_steps_repeat_a_stateful_call_of_an_earlier_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    chosen = entry(0)
+    model = GroundTruthModel([chosen], tool_steps=True)
+    with ScriptedOpenAIServer(model) as scripted, MeteringProxy(scripted.base_url) as proxy:
+        server = Server(proxy.base_url, MODEL_ID)
+        row = asyncio.run(run_entry(chosen, "replan", server, Bounds(), proxy))
+    assert row.calls[3] == chosen.ground_truth[3]
+    assert row.passed, row.error
+
+
 def test_the_checker_passes_the_ground_truth_and_fails_changed_calls() -> None:
     chosen = entry(TWO_TURNS_DEV)
     truth = chosen.ground_truth
