@@ -682,7 +682,7 @@ class TutorialDesign:
             executor_max_steps=bounds.executor_max_steps,
         )
         # planner, then an agent step and a replanner call per round
-        limit = 2 * bounds.max_iterations + 1
+        limit = 2 * bounds.max_iterations + 2
         self.config: RunnableConfig = {
             "configurable": {"thread_id": THREAD},
             "recursion_limit": limit,

@@ -25,5 +25,6 @@ def react_agent(model: BaseChatModel, tools: Sequence[BaseTool], checkpointer: A
 
 def react_config(thread_id: str, max_steps: int) -> RunnableConfig:
     """A turn's config: its thread, and a recursion limit that allows `max_steps` model calls
-    (each model call and the tool calls it asks for are two graph steps)."""
-    return {"configurable": {"thread_id": thread_id}, "recursion_limit": 2 * max_steps + 1}
+    (each model call is a graph step, and so are the tool calls it asks for, and the agent
+    takes one more to end); past it the invocation raises `GraphRecursionError`."""
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": 2 * max_steps}

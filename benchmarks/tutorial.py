@@ -97,11 +97,12 @@ def tutorial_agent(
     model: BaseChatModel, tools: Sequence[BaseTool] = (), *, max_steps: int | None = None
 ) -> Any:
     """The tutorial's executor: a prebuilt ReAct agent with `tools` and a one-line prompt; at
-    most `max_steps` model calls per step when given (its recursion limit)."""
+    most `max_steps` model calls per step when given (its recursion limit: the prebuilt agent
+    then ends the step saying it needs more steps, and the replanner goes on)."""
     with warnings.catch_warnings():  # the tutorial's agent; moved to `langchain` in v1
         warnings.simplefilter("ignore", LangGraphDeprecationWarning)
         agent = create_react_agent(model, list(tools), prompt=TUTORIAL_AGENT_PROMPT)
-    return agent if max_steps is None else agent.with_config(recursion_limit=2 * max_steps + 1)
+    return agent if max_steps is None else agent.with_config(recursion_limit=2 * max_steps)
 
 
 def tutorial_ask(plan: list[str]) -> str:
