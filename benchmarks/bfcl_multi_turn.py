@@ -1034,8 +1034,36 @@ def table(rows: Sequence[Row]) -> str:
                 ]
             )
         )
+    lines += ["", *side_by_side(rows)]
     failed = [f"{r.entry} / {r.design}: {r.error_type}: {r.error}" for r in rows if not r.passed]
     return "\n".join(lines + (["", "Failed:", *failed] if failed else []))
+
+
+SIDE_BY_SIDE: dict[str, Callable[[Totals], str]] = {
+    "passed": lambda t: f"{t.passed}/{t.entries}",
+    "model calls": lambda t: _cell(t.model_calls),
+    "input tokens": lambda t: _cell(t.input_tokens),
+    "output tokens": lambda t: _cell(t.output_tokens),
+    "processed tokens": lambda t: _cell(t.processed_tokens),
+    "wall s": lambda t: f"{t.wall:.1f}",
+}
+
+
+def side_by_side(rows: Sequence[Row]) -> list[str]:
+    """Per split (development, held back, all), a metric per line and a design per column."""
+    by_split = totals(rows)
+    designs = [d for d in DESIGNS if any(row.design == d for row in rows)]
+    lines: list[str] = []
+    for split in ("dev", "held-back", "all"):
+        if not any((design, split) in by_split for design in designs):
+            continue
+        entries = len({row.entry for row in rows if split in (row.split, "all")})
+        lines.append(f"{f'{split} ({entries} entries)':<20}" + "".join(f"{d:>12}" for d in designs))
+        for metric, show in SIDE_BY_SIDE.items():
+            cells = [show(by_split[d, split]) if (d, split) in by_split else "-" for d in designs]
+            lines.append(f"{metric:<20}" + "".join(f"{cell:>12}" for cell in cells))
+        lines.append("")
+    return lines[:-1]
 
 
 def listing(entries: Sequence[Entry]) -> str:

@@ -82,6 +82,10 @@ def test_every_design_passes_the_scripted_entries_and_the_rows_say_so(
         assert any(line.split()[:4] == ["total", "dev", design, "1/1"] for line in table)
         assert any(line.split()[:4] == ["total", "held-back", design, "1/1"] for line in table)
         assert any(line.split()[:4] == ["total", "all", design, "2/2"] for line in table)
+    block = table.index("all (2 entries)           replan    tutorial       react")
+    assert table[block + 1].split() == ["passed", "2/2", "2/2", "2/2"]
+    calls = table[block + 2].split()[2:]
+    assert calls == [str(sum(r["model_calls"] for r in rows if r["design"] == d)) for d in DESIGNS]
     progress = captured.err.splitlines()
     assert progress[0].startswith(f"entries: {TWO_TURNS_DEV} (2 turns, ")
     assert sum(" turn 2/2 ended in " in line for line in progress) == len(rows)
