@@ -14,6 +14,12 @@ client's model calls, divided by the number of calls), for four designs:
 - waves: replan with dependencies, replanner after every wave (the default);
 - when_needed: the same with `Context(replan="when_needed")`.
 
+Every design is given the same objective, words for the plan shape included ("8 parallel
+steps", "8 diamond steps"); the designs whose plans are plain strings (tutorial, sequential)
+get the same steps without their dependencies, as the script writes a plan for them. The
+figures are scripted: the script decides the plan shape, so they show each design's ceiling on
+that shape, not a measurement of a model.
+
 Ratios compare each replan design with the tutorial and with sequential, and the targets of the
 design are checked at the end (the wall-time one at `--wall-latency`).
 
@@ -43,7 +49,7 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
-from benchmarks.tutorial import tutorial_graph  # noqa: E402
+from benchmarks.tutorial import tutorial_decision, tutorial_graph  # noqa: E402
 from replan.cli.pricing import KNOWN_PRICES, cost  # noqa: E402
 from replan.graphs.context import Context, ReplanMode  # noqa: E402
 from replan.graphs.persistence import open_checkpointer  # noqa: E402
@@ -63,6 +69,7 @@ from replan.testing import (  # noqa: E402
     tool_call,
 )
 from replan.testing import plan_script as script  # noqa: E402
+from replan.testing.requests import first_param  # noqa: E402
 
 SHAPES: dict[str, tuple[str, int]] = {
     "8 independent": ("parallel ", 8),
@@ -91,23 +98,37 @@ class Request:
     end: float
 
 
-def _forced(request: dict[str, Any]) -> str | None:
-    choice = request.get("tool_choice")
-    return str(choice["function"]["name"]) if isinstance(choice, dict) else None
+PLAIN_DESIGNS = ("tutorial", "sequential")
+"""The designs whose plans are plain strings: the script leaves the dependencies out."""
 
 
-def _answer(request: dict[str, Any], result_chars: int) -> tuple[str, Reply]:
-    """The role of `request` and the scripted reply, for replan's and the tutorial's tools."""
-    forced = _forced(request)
-    if forced == "Plan":
-        return "planner", tool_call("Plan", {"steps": script.first_plan(request)})
-    if forced == "Act":
-        decision = script.replan(request)
-        action = {"response": decision} if isinstance(decision, str) else {"steps": decision}
+def _plain(steps: list[Any]) -> list[str]:
+    """`steps` as plain strings (a step with dependencies as its text)."""
+    return [step["step"] if isinstance(step, dict) else step for step in steps]
+
+
+def _answer(request: dict[str, Any], result_chars: int, plain: bool) -> tuple[str, Reply]:
+    """The role of `request` and the scripted reply, for replan's and the tutorial's tools;
+    with `plain`, plans without dependencies."""
+    decision = tutorial_decision(request)
+    if decision == "Plan":
+        return "planner", tool_call("Plan", {"steps": _plain(script.first_plan(request))})
+    if decision == "Act":
+        replanned = script.replan(request)
+        action = (
+            {"response": replanned}
+            if isinstance(replanned, str)
+            else {"steps": _plain(replanned or [])}
+        )
         return "replanner", tool_call("Act", {"action": action})
     role = script.classify(request).role
     if role == "executor":
         return role, text(script.step_result(request, result_chars))
+    if plain and role == "planner":
+        steps = _plain(script.first_plan(request))
+        return role, tool_call("plan", {first_param(request, "plan", "steps"): steps})
+    if plain and role == "replanner" and isinstance(left := script.replan(request), list):
+        return role, tool_call("plan", {first_param(request, "plan", "steps"): _plain(left)})
     return role, script.respond(request)
 
 
@@ -147,13 +168,15 @@ class ClockedModel:
 
     latency: float
     result_chars: int
+    plain: bool = False
+    """Plans of plain strings (`PLAIN_DESIGNS`)."""
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         start = time.perf_counter()
         time.sleep(self.latency)
-        role, reply = _answer(request, self.result_chars)
+        role, reply = _answer(request, self.result_chars, self.plain)
         chars = len(script.prompt_text(request))
         with self.lock:
             self.requests.append(Request(role, chars, start, time.perf_counter()))
@@ -204,9 +227,9 @@ async def _stored_bytes(saver: Any) -> int:
 async def run_once(design: str, shape: str, latency: float, result_chars: int) -> Figures:
     """Run one design on one plan shape against a fresh server and database."""
     word, steps = SHAPES[shape]
-    kind = word if design in ("waves", "when_needed") else ""
-    objective = f"Benchmark run in {steps} {kind}steps"
-    clock, model_calls = ClockedModel(latency, result_chars), ModelCalls()
+    objective = f"Benchmark run in {steps} {word}steps"  # the same for every design
+    clock = ClockedModel(latency, result_chars, plain=design in PLAIN_DESIGNS)
+    model_calls = ModelCalls()
     with ScriptedOpenAIServer(clock) as server, tempfile.TemporaryDirectory() as folder:
         async with open_checkpointer(Path(folder) / "runs.sqlite") as saver:
             config: RunnableConfig = {

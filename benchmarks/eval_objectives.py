@@ -4,14 +4,17 @@ Runs the suite of `benchmarks/objectives.py` (each objective with deterministic 
 and an answer checked by code) with three designs on the same OpenAI-compatible server:
 replan with default settings (tool steps offered), replan with `replan="when_needed"`, replan
 with `tool_steps="off"` (every step through an executor model loop), and the tutorial's
-plan-and-execute design (`benchmarks/tutorial.py`). For every run it prints whether the answer
-was right, model calls, tool calls (every tool run, task tools too), input/output tokens as
-the server reported them (LangChain's `UsageMetadataCallbackHandler`, the same for both
-designs; "unknown" when the server reports none), the most plan steps run in one wave, the
-corrected mistakes, recovered text tool calls and fallbacks replan's final state counts ("-"
-for the tutorial's design, which counts none of them), and wall time; then totals per design,
-what each design spent per solved objective (model calls, tool calls, tokens) and ratios
-against the tutorial.
+plan-and-execute design (`benchmarks/tutorial.py`). Every design gets the same tools, the task
+tools in the same detail (replan's default, "compact"), the same per-request timeout, retries,
+reply-token bounds (decisions and executor turns), rounds, executor steps and run timeout.
+
+For every run it prints whether the answer was right, model calls, tool calls (every tool run,
+task tools too), input/output tokens as the server reported them (LangChain's
+`UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
+none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
+and fallbacks replan's final state counts ("-" for the tutorial's design, which counts none of
+them), and wall time; then totals per design, what each design spent per solved objective
+(model calls, tool calls, tokens) and ratios against the tutorial.
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
@@ -51,23 +54,29 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
 from benchmarks.objectives import LOOKUPS, OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
 from benchmarks.scripted_answers import respond  # noqa: E402
-from benchmarks.tutorial import tutorial_graph  # noqa: E402
-from replan.graphs.context import ANSWER_MODES, DEFAULT_ANSWER, AnswerMode, Context  # noqa: E402
-from replan.graphs.graph_state import (
-    EXECUTOR,  # noqa: E402
-    fallbacks_of,  # noqa: E402
+from benchmarks.tutorial import (  # noqa: E402
+    baseline_chat_model,
+    forcing_decision,
+    tutorial_graph,
 )
+from replan.graphs.context import (  # noqa: E402
+    ANSWER_MODES,
+    DEFAULT_ANSWER,
+    AnswerMode,
+    Context,
+    TaskToolsChoice,
+)
+from replan.graphs.graph_state import EXECUTOR, fallbacks_of  # noqa: E402
 from replan.graphs.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
 from replan.state.tasks import TaskContext  # noqa: E402
-from replan.testing import MODEL_ID, Quirks, ScriptedOpenAIServer  # noqa: E402
+from replan.testing import MODEL_ID, Quirks, Reply, ScriptedOpenAIServer  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
 
 DESIGNS = ("replan", "when_needed", "tool_steps_off", "tutorial")
@@ -118,6 +127,11 @@ EXECUTOR_MAX_STEPS = 8
 REQUEST_TIMEOUT = 120.0
 RUN_TIMEOUT = 600.0
 MODEL_RETRIES = 1
+_DEFAULTS = Context(model=MODEL_ID, base_url=None)
+TASK_TOOLS: TaskToolsChoice = _DEFAULTS.task_tools
+"""How every design is offered the task tools (replan's default, "compact")."""
+DECISION_MAX_TOKENS = _DEFAULTS.decision_max_tokens
+EXECUTOR_MAX_TOKENS = _DEFAULTS.executor_max_tokens
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,12 @@ class Bounds:
     run_timeout: float = RUN_TIMEOUT
     answer: AnswerMode = DEFAULT_ANSWER
     """How replan's designs write the final answer (`Context.answer`)."""
+    task_tools: TaskToolsChoice = TASK_TOOLS
+    """How every design is offered the task tools ("none": not offered)."""
+    decision_max_tokens: int = DECISION_MAX_TOKENS
+    """Reply limit of a planner or replanner decision, in every design."""
+    executor_max_tokens: int = EXECUTOR_MAX_TOKENS
+    """Reply limit of an executor (replan) or agent (tutorial) turn."""
 
 
 @dataclass
@@ -203,16 +223,28 @@ def _one_line(error: BaseException) -> str:
 def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bounds: Bounds) -> Any:
     saver = InMemorySaver(serde=checkpoint_serializer())
     if design == "tutorial":
-        model = ChatOpenAI(
-            model=server.model,
-            base_url=server.base_url,
-            api_key=SecretStr(server.api_key),
-            temperature=0,
-            timeout=bounds.request_timeout,
-            max_retries=MODEL_RETRIES,
-        )
+
+        def model(max_tokens: int) -> ChatOpenAI:
+            return baseline_chat_model(
+                server.base_url,
+                server.model,
+                max_tokens=max_tokens,
+                timeout=bounds.request_timeout,
+                max_retries=MODEL_RETRIES,
+            )
+
         store = FileTaskStore(folder / "tasks")  # the agent has no task list in its state
-        return tutorial_graph(model, saver, [*tools, *task_tools(store=store)]), store
+        offered = (
+            [] if bounds.task_tools == "none" else task_tools(store=store, detail=bounds.task_tools)
+        )
+        graph = tutorial_graph(
+            model(bounds.executor_max_tokens),
+            saver,
+            [*tools, *offered],
+            decision_model=model(bounds.decision_max_tokens),
+            executor_max_steps=EXECUTOR_MAX_STEPS,
+        )
+        return graph, store
     graph = build_plan_execute_graph(
         tools=tools,
         checkpointer=saver,
@@ -243,6 +275,9 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
                 answer=bounds.answer,
                 timeout=bounds.request_timeout,
                 max_retries=MODEL_RETRIES,
+                task_tools=bounds.task_tools,
+                decision_max_tokens=bounds.decision_max_tokens,
+                executor_max_tokens=bounds.executor_max_tokens,
             )
             options = {"context": context}
         started = time.perf_counter()
@@ -482,6 +517,12 @@ class Server:
     api_key: str
 
 
+def scripted_model(request: dict[str, Any]) -> Reply:
+    """The scripted model of the suite (`benchmarks/scripted_answers.py`), which reads the
+    tutorial's decisions as forced `Plan` / `Act` calls, whichever way they are asked for."""
+    return respond(forcing_decision(request))
+
+
 @contextmanager
 def serving(base_url: str | None, model: str | None, quirks: Quirks) -> Iterator[Server]:
     """The server given, or the scripted server answering with the scripted model. replan's
@@ -491,7 +532,7 @@ def serving(base_url: str | None, model: str | None, quirks: Quirks) -> Iterator
         model = model or os.environ.get("REPLAN_MODEL") or MODEL_ID
         yield Server(base_url, model, os.environ["OPENAI_API_KEY"])
         return
-    with ScriptedOpenAIServer(respond, quirks=quirks) as scripted:
+    with ScriptedOpenAIServer(scripted_model, quirks=quirks) as scripted:
         yield Server(scripted.base_url, MODEL_ID, os.environ["OPENAI_API_KEY"])
 
 

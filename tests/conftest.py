@@ -24,6 +24,7 @@ KEPT_NAMES = (
     pg_support.URL_ENV,
     pg_support.REQUIRE_ENV,
     "REPLAN_REQUIRE_AEGRA",
+    "REPLAN_REQUIRE_BFCL",
     "REPLAN_AEGRA_PYTHON",
     "REPLAN_TEST_REDIS_URL",
 )

@@ -18,7 +18,9 @@ from langchain_core.tools import ToolException
 
 from benchmarks.eval_objectives import (
     COUNTERS,
+    DECISION_MAX_TOKENS,
     DESIGNS,
+    EXECUTOR_MAX_TOKENS,
     NOT_COUNTED,
     Bounds,
     Meter,
@@ -28,6 +30,7 @@ from benchmarks.eval_objectives import (
     main,
     per_solved,
     run_one,
+    scripted_model,
 )
 from benchmarks.objectives import (
     CATALOGUE,
@@ -53,6 +56,7 @@ from benchmarks.scripted_answers import respond, results_in
 from replan.state.plans import PlanUpdate
 from replan.state.tasks import TaskContext
 from replan.testing import MODEL_ID, ScriptedOpenAIServer, text, tool_call
+from replan.testing.requests import tool_names
 from replan.tools.task_tools import run_task_call
 from tests.support.mistaken_replies import mistaken
 
@@ -398,3 +402,32 @@ def test_the_suite_calculator_is_replans_computing_tool(tmp_path: Path) -> None:
     (calculator,) = Kit(tmp_path).tools(["calculator"])
     assert calculator.metadata == {"computes": True}
     assert calculator.invoke({"expression": "120.50 + 75.25 + 310.00"}).endswith("= 505.75")
+
+
+def test_every_design_gets_the_same_task_tools_and_reply_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    objective = OBJECTIVES["release_tasks"]  # carried out with the task tools
+    offered: dict[str, dict[str, str]] = {}
+    limits: dict[str, set[tuple[str, int]]] = {}
+    for design in ("replan", "tutorial"):
+        with ScriptedOpenAIServer(scripted_model) as scripted:
+            server = Server(scripted.base_url, MODEL_ID, "test")
+            run = asyncio.run(run_one(objective, design, server, Bounds()))
+            requests = scripted.requests
+        assert run.solved, run.error
+        executors = [r for r in requests if "TaskCreate" in tool_names(r)]
+        assert executors, design
+        offered[design] = {
+            t["function"]["name"]: t["function"]["description"]
+            for t in executors[0]["tools"]
+            if t["function"]["name"].startswith("Task")
+        }
+        limits[design] = {
+            ("decision" if "TaskCreate" not in tool_names(r) else "executor", r["max_tokens"])
+            for r in requests
+        }
+    assert offered["tutorial"] == offered["replan"]  # the same (compact) task tools
+    expected = {("decision", DECISION_MAX_TOKENS), ("executor", EXECUTOR_MAX_TOKENS)}
+    assert limits["tutorial"] == limits["replan"] == expected
