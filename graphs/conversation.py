@@ -72,6 +72,17 @@ def earlier_exchanges(messages: Sequence[AnyMessage]) -> str:
     return "\n".join(lines)
 
 
+def with_note(messages: Sequence[BaseMessage], note: str) -> list[BaseMessage]:
+    """`messages` with `note` at the end of the last user message (a new one when the last is
+    not a user's: some chat templates refuse two user messages in a row). What differs between
+    requests goes last, after the head they share."""
+    shown = list(messages)
+    if shown and isinstance(shown[-1], HumanMessage):
+        shown[-1] = HumanMessage(f"{shown[-1].text}\n\n{note}")
+        return shown
+    return [*shown, HumanMessage(note)]
+
+
 def with_earlier_results(messages: Sequence[AnyMessage], earlier: str) -> list[BaseMessage]:
     """`messages` as the planner reads them: the last answer followed by `earlier` (the results
     of the turn it ended); as they are when there is no earlier answer or nothing to add."""

@@ -54,8 +54,8 @@ class ToolOffer:
 
     @property
     def listing(self) -> str:
-        """One line per tool, name and description, for the planner's prompt."""
-        return "\n".join(f"- {t.name}: {t.description}" for t in self.tools) or NO_TOOLS_LISTED
+        """One short line per tool for the head of every request (`tool_lines`)."""
+        return tool_lines(self.specs) or NO_TOOLS_LISTED
 
     def computing_note(self, template: str) -> str:
         """`template` (a prompt's `{computing}` text) with its `{tools}` naming the computing
@@ -66,6 +66,18 @@ class ToolOffer:
 
 
 ToolOffers = Mapping[TaskToolsChoice, ToolOffer]
+
+
+def tool_lines(specs: Sequence[Mapping[str, Any]]) -> str:
+    """One short line per tool (OpenAI function specs): `- name(arg, ...): first sentence`."""
+    lines = []
+    for spec in specs:
+        function = spec["function"]
+        arguments = ", ".join((function.get("parameters") or {}).get("properties") or {})
+        description = (function.get("description") or "").strip()
+        summary = description.splitlines()[0].split(". ")[0].rstrip(".") if description else ""
+        lines.append(f"- {function['name']}({arguments}): {summary}")
+    return "\n".join(lines)
 
 
 def tool_offers(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
@@ -49,7 +49,7 @@ class Answerer(ModelNode):
             objective=turn_objective(state), executed_steps=results
         )
         model = resolve_model(self.model, context, context.decision_max_tokens)
-        messages = [SystemMessage(self.prompts.answer), HumanMessage(task)]
+        messages = [self.head(context), HumanMessage(f"{self.prompts.answer}\n\n{task}")]
         reply = yield from ask_model(model, messages, context)
         text = reply.text.strip()  # a reply run on to its token limit keeps what it wrote
         if not text:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
 
 from replan.graphs.context import Bounds, Context
 from replan.graphs.model.offers import ToolOffer, ToolOffers
@@ -47,6 +48,11 @@ class ModelNode:
     def tool_steps(self, context: Context) -> OwnTools:
         """The tools a run's plans may call as tool steps: none with `tool_steps="off"`."""
         return self.own_tools if context.tool_steps == "auto" else NO_TOOLS
+
+    def head(self, context: Context) -> SystemMessage:
+        """The system message every request of the run starts with (`Prompts.head`): the same
+        for every node, so a server's prompt cache reads it once per run."""
+        return SystemMessage(self.prompts.head.format(tools=self.offer(context).listing))
 
     def offer(self, context: Context) -> ToolOffer:
         """The tools the run's executor is offered (`Context.task_tools`)."""

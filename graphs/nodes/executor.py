@@ -44,8 +44,9 @@ class Executor(ToolLoop):
             tasks = yield read_shared_tasks(self.task_store)
             run = {**run, "tasks_context": tasks}
         max_steps = self.bounds.for_run(context).executor_max_steps
+        brief = self.prompts.executor_task.format(**executor_briefing(run))
         start = {
-            "messages": [HumanMessage(self.prompts.executor_task.format(**executor_briefing(run)))],
+            "messages": [HumanMessage(f"{self.instructions[context.task_tools]}\n\n{brief}")],
             "tasks_context": tasks,
             "step": step["step"],
             "max_steps": max_steps,

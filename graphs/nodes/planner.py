@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import SystemMessage
-
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
-from replan.graphs.conversation import require_objective, with_earlier_results
+from replan.graphs.conversation import require_objective, with_earlier_results, with_note
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.graph_state import PLANNER, ExecutedStep, PlanExecuteState
 from replan.graphs.model.client import resolve_model
@@ -24,16 +22,16 @@ class Planner(ModelNode):
     """The `planner` node, with the graph's model, tool offers (the prompt lists the tools the
     run's executor gets) and prompts."""
 
-    def system(self, context: Context) -> str:
-        """The planner's system prompt: with tool steps, the lean one listing the run's own
-        tools (the task tools are the text steps' agents' business); else the full one."""
+    def instructions(self, context: Context) -> str:
+        """What the planner is asked, after the conversation: with tool steps, how to write
+        them (with an example in the run's own tools); else how to write text steps."""
         offer = self.offer(context)
         computing = offer.computing_note(self.prompts.planner_computing)
         if not self.tool_steps(context):
             return self.prompts.planner.format(tools=offer.listing, computing=computing)
         example = self.own_tools.example(offer.computing)
         return self.prompts.planner_tool_steps.format(
-            tools=self.own_tools.listing, computing=computing, example=example
+            tools=offer.listing, computing=computing, example=example
         )
 
     def planner(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
@@ -53,7 +51,7 @@ class Planner(ModelNode):
         try:
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),
-                [SystemMessage(self.system(context)), *messages],
+                [self.head(context), *with_note(messages, self.instructions(context))],
                 [self.decisions.plan(numbering, context)],
                 node=PLANNER,
                 context=context,

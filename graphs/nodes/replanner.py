@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
@@ -26,10 +26,10 @@ from replan.graphs.plan.views import format_executed_steps, format_plan, replann
 class Replanner(ModelNode):
     """The `replanner` node, with the graph's model, tool offers and prompts."""
 
-    def system(self, context: Context) -> str:
-        """The replanner's system prompt: with tool steps, the lean one (sending arithmetic to
-        the run's computing tool, if any), else the full one; each asking for the answer in
-        the `respond` decision or for a note only (`context.answer`)."""
+    def instructions(self, context: Context) -> str:
+        """What the replanner is asked, before its briefing: with tool steps, the lean text
+        (sending arithmetic to the run's computing tool, if any), else the full one; each asking
+        for the answer in the `respond` decision or for a note only (`context.answer`)."""
         respond = (
             self.prompts.respond_with_answer
             if context.answer == "decision"
@@ -77,7 +77,7 @@ class Replanner(ModelNode):
         try:
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),
-                [SystemMessage(self.system(context)), HumanMessage(task)],
+                [self.head(context), HumanMessage(f"{self.instructions(context)}\n\n{task}")],
                 [self.decisions.plan(numbering, context), self.decisions.respond(context)],
                 node=REPLANNER,
                 context=context,

@@ -28,7 +28,6 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolCall,
     ToolMessage,
 )
@@ -96,10 +95,11 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
 
 
 class ToolLoop(ModelNode):
-    """The tool loop of each tool offer (`Context.task_tools`), compiled once, with its system
-    prompt: a run uses the one its context chose, so its `ToolNode` runs exactly the tools the
-    model was offered. `checkpointed` says the graph was built with a checkpointer: the loop
-    then saves its turns only when it ends (or an `interrupt` in a tool pauses it)."""
+    """The tool loop of each tool offer (`Context.task_tools`), compiled once, with what the
+    executor is asked: a run uses the one its context chose, so its `ToolNode` runs exactly
+    the tools the model was offered. `checkpointed` says the graph was built with a
+    checkpointer: the loop then saves its turns only when it ends (or an `interrupt` in a tool
+    pauses it)."""
 
     def __init__(
         self,
@@ -115,8 +115,8 @@ class ToolLoop(ModelNode):
         self.checkpointed = checkpointed
 
     @functools.cached_property
-    def systems(self) -> dict[TaskToolsChoice, str]:
-        """The executor's system prompt for each tool offer."""
+    def instructions(self) -> dict[TaskToolsChoice, str]:
+        """What the executor is asked, before its step's briefing, for each tool offer."""
         return {
             choice: self.prompts.executor.format(
                 tools=offer.names,
@@ -143,7 +143,7 @@ class ToolLoop(ModelNode):
         offer = self.offer(context)
         model = resolve_model(self.model, context, context.executor_max_tokens)
         forced = state.get("forced_tool") or None
-        conversation = [SystemMessage(self.systems[context.task_tools]), *state["messages"]]
+        conversation = [self.head(context), *state["messages"]]
         forced_as = state.get("forced_as", "tool_required")
         if forced and asks_json(forced_as):
             reply = yield from self.call_as_json(

@@ -22,7 +22,6 @@ from replan.graphs.plan.tool_steps import (
     REFERENCE,
     REFERENCE_SCHEMA,
     _types,
-    first_line,
 )
 from replan.tools.arguments import validation_problems
 from replan.tools.calculator import is_computing
@@ -154,16 +153,6 @@ class OwnTools:
 
     def _names(self, tool: str) -> list[str]:
         return list(self.parameters[tool].get("properties") or {})
-
-    @functools.cached_property
-    def listing(self) -> str:
-        """One short line per tool for a prompt: `- name(arg, ...): first sentence`."""
-        lines = []
-        for name, tool in self.by_name.items():
-            arguments = ", ".join(self.parameters[name].get("properties") or {})
-            summary = first_line(tool.description or "").split(". ")[0].rstrip(".")
-            lines.append(f"- {name}({arguments}): {summary}")
-        return "\n".join(lines)
 
     def problems(self, tool: str, args: Any) -> list[str]:
         """What is wrong with a call of `tool` with `args` as a tool step, in words (none when

@@ -35,6 +35,7 @@ from replan.graphs.prompts.executor import (
     TOOL_STEP_NO_TOOL,
     TOOL_STEP_NOT_RUN,
 )
+from replan.graphs.prompts.head import HEAD
 from replan.graphs.prompts.planner import (
     PLAN_STEPS,
     PLAN_STEPS_TOOLS,
@@ -87,6 +88,7 @@ forced call is asked for as a JSON object of the tool's arguments."""
 """`plan_steps` when the run offers tool steps (the prompt says the rest)."""
 
 PLACEHOLDERS: dict[str, frozenset[str]] = {
+    "head": frozenset({"tools"}),
     "planner": frozenset({"tools", "computing"}),
     "planner_computing": frozenset({"tools"}),
     "executor": frozenset({"tools", "task_tools", "computing"}),
@@ -141,7 +143,11 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class Prompts:
-    """All texts of the graph; a template may use only its own placeholders."""
+    """All texts of the graph; a template may use only its own placeholders. `head` starts
+    every request of a run; each node's own text follows it, in the request's first user
+    message (the planner's: after the conversation)."""
+
+    head: str = HEAD
 
     planner: str = PLANNER
     planner_computing: str = PLANNER_COMPUTING

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-ANSWER = """You write the final answer to a user's objective from the results of the work \
-done on it. Use only what the results say. Where a result already gives a figure or a name \
-the objective asks for, copy it exactly instead of working it out again. Answer the \
-objective directly, in plain text, without a preamble."""
+ANSWER = """Write the final answer to the objective below from the results of its steps. Use only \
+what they say, copy figures and names exactly, and answer directly, in plain text."""
 
 ANSWER_TASK = """# Objective
 {objective}

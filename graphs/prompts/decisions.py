@@ -11,13 +11,10 @@ complete; keep the next one brief and end it right after the tool call"""
 JSON_CORRECTION = """Your last reply could not be used: {problem}. You sent: {sent}
 Answer again with one JSON object holding {expected}, and nothing else."""
 
-DECIDE_NOTE = """The two tools above come here as one tool, `decide`: call it with `steps` \
-where this text says to call `plan`, or with `response` where it says to call `respond`; give \
-exactly one of the two."""
+DECIDE_NOTE = """The decisions come as one tool, `decide`: give it `steps` to plan, or `response` \
+to respond; exactly one of them."""
 
-JSON_NOTE = """No tools are offered here: instead of calling a tool, answer with one JSON \
-object and nothing else, holding exactly one of these keys:
-{fields}"""
+JSON_NOTE = """Reply with one JSON object and nothing else: {fields}."""
 DECIDE_TOOL = (
     "Give your decision: `steps` to plan the work still to do, or `response` to give the "
     "final answer; exactly one of them."

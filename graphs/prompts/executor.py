@@ -5,27 +5,18 @@ from __future__ import annotations
 
 FAILED_PREFIX = "FAILED:"
 
-EXECUTOR = f"""You carry out one step of a larger plan.
+EXECUTOR = f"""Do the step below, one step of a larger plan. Use a tool wherever one fits; never \
+make up a figure a tool could give.{{computing}} Then report briefly what you did and found, with \
+figures: later steps see only this. If the step cannot be done, start with "{FAILED_PREFIX}" and \
+say why.{{task_tools}}"""
 
-Tools you can call: {{tools}}.{{task_tools}}
+EXECUTOR_TASK_TOOLS = """ Task tools share a list."""
 
-When a tool can do the step or give what it needs (a look-up, a figure, an action), your \
-first move is to call that tool: do not answer from memory, and never write a figure that a \
-tool could give you.{{computing}} Call tools as often as the step needs. Then answer with a \
-short plain-text report of what you did and found, with the figures the tools gave: that \
-report is all the later steps see of your work; never report as done an action that needs a \
-tool you do not have. Only when a tool call failed, or no tool fits the step and it needs \
-one, start the report with "{FAILED_PREFIX}" and say why."""
+EXECUTOR_COMPUTING = """ Work out figures with {tools}."""
 
-EXECUTOR_TASK_TOOLS = """ The task tools keep a task list shared with the other steps, some of \
-which may be running at the same time as yours."""
-
-EXECUTOR_COMPUTING = """ Do every sum, difference, product and comparison of figures with \
-{tools}, never in your head."""
-
-TOOL_REMINDER = """Your report {problem}, yet you called no tool in this step. If {tools} can \
-do the step or give that figure, call it now instead of guessing. If none of them fits, give \
-your report again."""
+TOOL_REMINDER = """Your report {problem}, yet you called no tool in this step. If {tools} can do \
+the step or give that figure, call it now instead of guessing. If none of them fits, give your \
+report again."""
 CALL_AS_JSON = """Call {tool} now: answer with its arguments as one JSON object, and nothing \
 else."""
 REMINDER_FAILED = "says the step could not be done"
@@ -44,8 +35,8 @@ EXECUTOR_TASK = """# Objective
 {step}"""
 
 TEXT_CALL_CORRECTION = """Your last reply looks like a tool call written as text, and it was not \
-run: {problem}. To use a tool, call one of {tools} with a JSON object of arguments. When the \
-step is done, answer with a plain-text report instead."""
+run: {problem}. To use a tool, call one of {tools} with a JSON object of arguments. When the step \
+is done, answer with a plain-text report instead."""
 
 STEP_UNFINISHED = """UNFINISHED: the step was stopped after {max_steps} model calls, before the \
 executor gave its final answer. Its last tool results:
@@ -61,7 +52,6 @@ tokens, before it gave its final answer. What it had written:
 Its last tool results:
 {progress}"""
 
-TOOL_STEP_NOT_RUN = """Not run: it refers to the result of step {steps}, which did not end \
-done."""
+TOOL_STEP_NOT_RUN = """Not run: it refers to the result of step {steps}, which did not end done."""
 
 TOOL_STEP_NO_TOOL = """Not run: this run has no tool `{tool}` for tool steps."""

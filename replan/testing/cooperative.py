@@ -30,7 +30,7 @@ def _asked(request: dict[str, Any]) -> str:
 def respond(request: dict[str, Any]) -> Reply:
     """The reply a cooperative model gives to `request`: a probe's answer, else the scripted
     model's."""
-    asked = _asked(request)
+    asked = _asked(request).split("\n\n")[0]  # a note asking for the decision's form follows
     if asked == probes.CHECK_PLAIN:
         return text("OK")
     if asked == probes.CHECK_ONE_CALL:

@@ -37,7 +37,7 @@ from replan.testing.requests import (
     first_param,
     forced_tool,
     is_answer_request,
-    message_text,
+    objective,
     prompt_text,
     tool_names,
 )
@@ -100,12 +100,6 @@ def classify(request: dict[str, Any]) -> Call:
     done = _done(prompt)
     pending = [int(m[0]) for m in _STEP.findall(prompt) if int(m[0]) not in done]
     return Call("executor", pending[0] if pending else None)
-
-
-def objective(request: dict[str, Any]) -> str:
-    """The last user message of `request` (the objective, for the planner)."""
-    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    return message_text(users[-1]) if users else ""
 
 
 def plan_items(prompt: str, steps: Sequence[int], total: int, topic: str) -> list[Any]:

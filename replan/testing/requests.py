@@ -89,6 +89,23 @@ def step_tools(request: dict[str, Any]) -> list[str]:
 
 def is_answer_request(request: dict[str, Any]) -> bool:
     """Whether `request` asks for the final answer in plain text (replan's `answer` node, with
-    its default prompts): its system message is the answer prompt."""
-    messages = request.get("messages") or []
-    return bool(messages) and message_text(messages[0]) == DEFAULT_PROMPTS.answer
+    its default prompts): its user message starts with the answer prompt."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    return bool(users) and message_text(users[0]).startswith(DEFAULT_PROMPTS.answer)
+
+
+def _common_start(first: str, second: str) -> str:
+    end = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), 0)
+    return first[:end]
+
+
+PLANNER_ASKS = _common_start(DEFAULT_PROMPTS.planner, DEFAULT_PROMPTS.planner_tool_steps)
+"""How the planner's instructions start (after the user's objective, in the same message)."""
+
+
+def objective(request: dict[str, Any]) -> str:
+    """The objective a planner request carries: its last user message, without the planner's
+    own instructions that follow it."""
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    text = message_text(users[-1]) if users else ""
+    return text.split(f"\n\n{PLANNER_ASKS}")[0]

@@ -92,7 +92,9 @@ def test_each_mode_asks_the_server_its_own_way(server: ScriptedOpenAIServer) -> 
     json_object = _decisions(server)[-1]
     assert set(json_object["response_format"]["schema"]["properties"]) == {"steps", "response"}
     assert "tools" not in json_object
-    assert '"response"' in json_object["messages"][0]["content"]  # the JSON shape is explained
+    asked = json_object["messages"][-1]["content"]  # the JSON shape is named at the end
+    assert asked.endswith("Reply with one JSON object and nothing else: `steps` (to plan) or "
+                          "`response` (to respond), not both.")  # fmt: skip
 
 
 def _corrections(request: dict[str, Any]) -> int:

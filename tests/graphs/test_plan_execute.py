@@ -146,9 +146,13 @@ def test_prompts_are_replaceable() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[plan("t")])
     result = run(build_plan_execute_graph(model, prompts=prompts, max_iterations=1), "Go")
 
-    assert str(model.requests_of("planner")[0].messages[0].content).startswith("PLANNER-X")
-    assert model.requests_of("executor")[0].messages[0].content == "EXECUTOR-X"
-    assert model.requests_of("replanner")[0].messages[0].content == "REPLANNER-X"
+    head = prompts.head.split("{")[0]
+    firsts = [model.requests_of(node)[0].messages for node in ("planner", "executor", "replanner")]
+    assert all(str(messages[0].content).startswith(head) for messages in firsts)
+    planner, executor, replanner = (messages[-1].text for messages in firsts)
+    assert planner.startswith("Go\n\nPLANNER-X with tools:\n- TaskCreate(")
+    assert executor.startswith("EXECUTOR-X\n\n# Objective\nGo")
+    assert replanner.startswith("REPLANNER-X\n\n# Objective\nGo")
     assert result["response"] == "GAVE UP after 1"
 
 

@@ -241,21 +241,19 @@ def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
     )
     run(build_plan_execute_graph(without, [warehouse_stock]), "Add")
 
-    def systems(model: FakeChatModel) -> tuple[str, ...]:
+    def asked(model: FakeChatModel) -> tuple[str, ...]:
+        """What each node is asked after the head all requests share."""
         return tuple(
-            model.requests_of(node)[0].messages[0].text
+            "\n".join(m.text for m in model.requests_of(node)[0].messages[1:])
             for node in ("planner", "executor", "replanner")
         )
 
-    planner, executor, replanner = systems(with_calculator)
-    assert "a step of its own that uses `calculator`" in planner
-    assert "comparison of figures with `calculator`, never in your head" in executor
-    assert "which figure is largest is still needed, plan it as a tool step of `calculator`" in (
-        replanner
-    )
-    for prompt in systems(without):
-        assert "calculator" not in prompt and "in your head" not in prompt
-        assert "a step of its own" not in prompt and "Work out no figure" not in prompt
+    planner, executor, replanner = asked(with_calculator)
+    assert "Work out figures in steps that use `calculator`" in planner
+    assert "Work out figures with `calculator`" in executor
+    assert 'plan a tool step of `calculator` on the results ("$N")' in replanner
+    for prompt in asked(without):
+        assert "calculator" not in prompt and "Work out" not in prompt
 
 
 # --- answers in plain text -----------------------------------------------------------------
@@ -294,8 +292,8 @@ def test_with_answers_in_the_decision_there_is_no_answer_request(
 
     assert all(script.classify(r).role != "answer" for r in server.requests)
     assert result["response"].startswith("All 2 steps") and "answer" not in result["usage"]["nodes"]
-    system = server.requests[-1]["messages"][0]["content"]
-    assert DEFAULT_PROMPTS.respond_with_answer in system
+    asked = server.requests[-1]["messages"][-1]["content"]
+    assert DEFAULT_PROMPTS.respond_with_answer in asked
 
 
 def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -118,8 +118,8 @@ class FakeChatModel(BaseChatModel):
         self, tools: list[str], tool_choice: Any, messages: Sequence[BaseMessage] = ()
     ) -> str:
         """planner, replanner or executor, from the bound tools; answer, from the prompt."""
-        first = messages[0] if messages else None
-        if isinstance(first, SystemMessage) and first.content == DEFAULT_PROMPTS.answer:
+        asked = next((m for m in messages if isinstance(m, HumanMessage)), None)
+        if asked is not None and asked.text.startswith(DEFAULT_PROMPTS.answer):
             return "answer"
         if tool_choice == "plan":
             return "planner"

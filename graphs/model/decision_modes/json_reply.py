@@ -15,13 +15,13 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from replan.graphs.context import DecisionMode
+from replan.graphs.conversation import with_note
 from replan.graphs.model.decision_modes.strategy import (
     DecisionTool,
     ModelMistake,
     Request,
     field_list,
     read_fields,
-    with_note,
 )
 from replan.graphs.prompts import Prompts
 
@@ -68,13 +68,11 @@ def json_request(
     tools: Sequence[DecisionTool],
     prompts: Prompts,
 ) -> Request:
-    """A request for a decision among `tools` as one JSON object in `response_format`, the
-    fields to give listed after the system prompt."""
-    fields = "\n".join(
-        f'- "{name}": {tool.description} {tool.field_descriptions.get(name, "")}'.rstrip()
-        for tool in tools
-        for name in tool.fields
-    )
+    """A request for a decision among `tools` as one JSON object in `response_format`; the
+    keys to give are named at the end of the request (the server enforces their schema)."""
+    fields = " or ".join(f"`{name}` (to {tool.name})" for tool in tools for name in tool.fields)
+    if len(tools) > 1:
+        fields += ", not both"
     expected = field_list(tools)
     return Request(
         mode,

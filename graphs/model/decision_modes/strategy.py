@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ValidationError
 
@@ -174,14 +174,6 @@ def _settled(chosen: list[DecisionTool], args: dict[str, Any], sent: str) -> lis
 def field_list(tools: Sequence[DecisionTool]) -> str:
     """The decisions' fields as a reader is told to give them: "`a` or `b`"."""
     return " or ".join(f"`{name}`" for tool in tools for name in tool.fields)
-
-
-def with_note(messages: Sequence[BaseMessage], note: str) -> list[BaseMessage]:
-    """`messages` with `note` at the end of the leading system message (some chat templates
-    take only one, first)."""
-    if messages and isinstance(messages[0], SystemMessage):
-        return [SystemMessage(f"{messages[0].text}\n\n{note}"), *messages[1:]]
-    return [SystemMessage(note), *messages]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from replan.graphs.context import DecisionMode
+from replan.graphs.conversation import with_note
 from replan.graphs.model.decision_modes.strategy import (
     DecisionTool,
     ProbeSpec,
@@ -21,7 +22,6 @@ from replan.graphs.model.decision_modes.strategy import (
     named_request,
     one_call,
     read_fields,
-    with_note,
 )
 from replan.graphs.model.text_calls import OfferedTools
 from replan.graphs.prompts import Prompts
