@@ -16,8 +16,8 @@ from replan.graphs.plan.views import format_plan
 
 @contextmanager
 def _interruptible() -> Iterator[None]:
-    """Ctrl-C stops a waiting prompt at once: asyncio's own handler would only cancel the run
-    once the prompt returned."""
+    """Ctrl-C (and SIGTERM, which the command line turns into SIGINT) stops a waiting prompt at
+    once: asyncio's own handler would only cancel the run once the prompt returned."""
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
