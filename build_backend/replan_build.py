@@ -12,6 +12,20 @@ imports it at start-up: it adds a finder, just before the path-based one, that a
 editable finders whenever `replan` would otherwise be such a namespace package, so `replan` is
 the installed package wherever a script runs (a regular `replan` found on sys.path still comes
 first, as before). Regular wheels and sdists are setuptools' own, unchanged.
+
+Why code at start-up, not a `.pth` line that only names a folder: the path-based finder returns
+the first regular package `replan` (a folder with `__init__.py`) anywhere on sys.path, folders
+without one found before it being mere namespace portions, so a named folder holding a regular
+`replan` does beat the clone; but a regular package's submodules are looked for in its own
+folder only (its `__path__`), and the layer folders are not in `replan/`. So setuptools'
+`editable_mode=compat` (the project folder named) finds no `replan.state` at all, and
+`editable_mode=strict` (a tree of links to each file, the layers inside its `replan/`) serves
+the clone's parent but not the project folder itself (`python -m pytest` there), where the
+working tree's `replan/` comes first and wins without the layers; it would need
+`replan/__init__.py` to add them to its own `__path__`, and its links miss every module added
+after the install. Only a finder on sys.meta_path maps `replan.graphs` to `graphs/` wherever
+a script runs, and an installed distribution adds one only with code run at start-up, as
+setuptools' own editable install does for its finder (`__editable__.replan-*.pth`).
 """
 
 from __future__ import annotations

@@ -45,6 +45,10 @@ ToolStepsChoice = Literal["auto", "off"]
 TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
 """Whether plans may hold tool steps (`replan.graphs.plan.tool_steps`): "auto" offers them whenever
 the run has tools of its own, "off" never does."""
+ToolErrorsChoice = Literal["report", "raise"]
+TOOL_ERRORS_CHOICES: tuple[ToolErrorsChoice, ...] = get_args(ToolErrorsChoice)
+"""What an exception raised by one of the run's own tools does (`replan.graphs.tool_errors`):
+"report" makes it the call's error result, "raise" ends the run with it."""
 AnswerMode = Literal["plain", "decision"]
 ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
 DEFAULT_ANSWER: AnswerMode = "decision"
@@ -100,7 +104,7 @@ def _records_given_fields(cls: type[C]) -> type[C]:
         generated(self, **values)
         self._given = frozenset(values)
 
-    cls.__init__ = __init__  # type: ignore[misc]
+    cls.__init__ = __init__  # type: ignore[method-assign,misc]
     return cls
 
 
@@ -229,6 +233,17 @@ class Context:
         },
     )
 
+    tool_errors: ToolErrorsChoice = field(
+        default="report",
+        metadata={
+            "description": "What an exception raised by one of the run's own tools does: "
+            "'report' makes it that call's error result, one line naming the tool and the "
+            "error, which the model reads (a tool step fails with it) and the replanner can "
+            "work around; 'raise' ends the run with it (fail fast). A tool's `interrupt` "
+            "always pauses the run."
+        },
+    )
+
     recover_text_calls: bool = field(
         default=True,
         metadata={
@@ -296,6 +311,7 @@ class Context:
         check_choice("replan", self.replan, REPLAN_MODES)
         check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
         check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
+        check_choice("tool_errors", self.tool_errors, TOOL_ERRORS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
         check_choice("answer", self.answer, ANSWER_MODES)
         check_price("price_in", self.price_in, allow_none=True)

@@ -36,11 +36,13 @@ from replan.state.tasks import TaskContext
 from replan.state.usage import RunUsage, merge_usage
 from replan.tools.task_state import TasksState
 
+START_TURN: Literal["start_turn"] = "start_turn"
 PLANNER: Literal["planner"] = "planner"
 REVIEW: Literal["review_plan"] = "review_plan"
 EXECUTOR: Literal["executor"] = "executor"
 REPLANNER: Literal["replanner"] = "replanner"
 ANSWER: Literal["answer"] = "answer"
+REPLY: Literal["reply"] = "reply"
 """The graph's nodes, by name."""
 ACT: Literal["act"] = "act"
 """The node of an executor's tool loop that asks the model."""
@@ -96,10 +98,11 @@ class PlanExecuteInput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-StopReason = Literal["", "max_iterations", "no_progress", "no_decision", "rejected"]
-"""Why a run ended without meeting its objective: its round limit, a step planned again after
-it had been carried out twice (`repeated_step`), no usable replanner decision within its
-retries, or its plan rejected at review (nothing was carried out); "" when it met it."""
+StopReason = Literal["", "max_iterations", "no_progress", "no_decision", "rejected", "superseded"]
+"""Why a turn ended without meeting its objective: its round limit, a step planned again after
+it had been carried out twice (`repeated_step`), no usable planner or replanner decision within
+its retries, its plan rejected at review (nothing was carried out), or a new user message came
+before it ended (`superseded`: it was left as it was); "" when it met it."""
 
 
 FallbackReason = Literal["refused", "mistakes", "unenforced"]
@@ -143,25 +146,47 @@ def effective_mode(requested: DecisionMode, record: DecisionModeRecord | None) -
     return mode
 
 
-class PlanExecuteOutput(TypedDict, total=False):
-    """What the graph returns: the answer, the steps left, the steps done, `stop_reason`
-    when the run ended without meeting the objective, and the model calls' `usage`."""
+class Turn(TypedDict):
+    """An ended turn of a conversation, as it was when the next one began: its objective (the
+    user message it answered), its answer or report, why it ended short (`stop_reason`), the
+    steps it carried out, those still planned, and its model usage."""
 
+    objective: str
+    response: str
+    stop_reason: StopReason
+    executed_steps: list[ExecutedStep]
+    plan: list[PlannedStep]
+    usage: RunUsage
+
+
+class PlanExecuteOutput(TypedDict, total=False):
+    """What the graph returns: the conversation with the turn's answer appended (`messages`),
+    the answer itself (`response`), the steps left, the steps done, `stop_reason` when the turn
+    ended without meeting its objective, its model calls' `usage`, and the earlier `turns`."""
+
+    messages: list[AnyMessage]
     response: str
     plan: list[PlannedStep]
     executed_steps: list[ExecutedStep]
     stop_reason: StopReason
     usage: RunUsage
+    turns: list[Turn]
 
 
 class PlanExecuteState(PlanExecuteInput, total=False):
-    """The full state of the plan–execute graph.
+    """The full state of the plan–execute graph: the thread's conversation (`messages`), its
+    ended `turns`, and the current turn's plan, steps, answer and usage.
 
     `tasks_context` merges the task-list changes of parallel executor branches
     (`replan.graphs.plan.task_merge`); a plain `TaskContext` written to it replaces the list.
-    `usage` adds up what every node reports (parallel steps' usage too).
+    `usage` adds up what every node of the turn reports (parallel steps' usage too).
     """
 
+    turns: Annotated[list[Turn], operator.add]
+    objective: str
+    """The objective of the turn under way (the planner reads it from `messages`)."""
+    carried_steps: list[ExecutedStep]
+    """The steps of the turn before, which this turn's plans may name by number."""
     plan: list[PlannedStep]
     executed_steps: Annotated[list[ExecutedStep], operator.add]
     response: str
@@ -222,3 +247,38 @@ class ExecutorState(TasksState, total=False):
     forced_as: DecisionMode
     corrected_mistakes: Annotated[int, operator.add]
     usage: Annotated[RunUsage, merge_usage]
+
+
+PLAN_ACTION = "plan"
+"""The name of the one action a plan review asks about."""
+ALLOWED_DECISIONS = ["approve", "edit", "reject"]
+
+
+def review_request(items: list[Any], description: str) -> dict[str, Any]:
+    """The interrupt value of a plan review: a `HITLRequest` for the plan's `items`."""
+    return {
+        "action_requests": [
+            {"name": PLAN_ACTION, "args": {"steps": items}, "description": description}
+        ],
+        "review_configs": [
+            {"action_name": PLAN_ACTION, "allowed_decisions": list(ALLOWED_DECISIONS)}
+        ],
+    }
+
+
+def reviewed_steps(value: Any) -> list[Any]:
+    """The steps a review interrupt's `value` asks about (in either shape replan has paused
+    with: a `HITLRequest`, or `{"plan": [...], "question": ...}` before)."""
+    return list(review_summary(value)["plan"])
+
+
+def review_summary(value: Any) -> dict[str, Any]:
+    """A review interrupt's `value` as `{"plan": steps, "question": text}`, whichever shape."""
+    if not isinstance(value, dict):
+        return {"plan": [], "question": ""}
+    if value.get("action_requests"):
+        request = value["action_requests"][0]
+        steps = (request.get("args") or {}).get("steps")
+        steps = steps if isinstance(steps, list) else []
+        return {"plan": steps, "question": request.get("description", "")}
+    return {"plan": value.get("plan") or [], "question": value.get("question", "")}

@@ -1,10 +1,12 @@
-"""The plan–execute–replan graph: START → planner → executor → replanner → (executor | answer |
-END), answer → END.
+"""The plan–execute–replan graph: START → start_turn → planner → (review_plan →) executor →
+replanner → (executor | answer | reply), answer → reply → END.
 
-The edges into `executor` send one task per step that can start (`Send` fan-out), so the steps
-of a wave run side by side; the plain edge `executor` → `replanner` runs the replanner once,
-after the whole wave. Once the replanner responds, `answer` writes the final answer in plain
-text (`Context.answer`, `replan.graphs.nodes.answer`).
+Each user message opens a turn (`start_turn` keeps the turn before and clears what the new one
+writes) and each turn ends in `reply`, which appends its answer to `messages`. The edges into
+`executor` send one task per step that can start (`Send` fan-out), so the steps of a wave run
+side by side; the plain edge `executor` → `replanner` runs the replanner once, after the whole
+wave. Once the replanner responds, `answer` writes the final answer in plain text
+(`Context.answer`, `replan.graphs.nodes.answer`).
 
 `build_plan_execute_graph` returns a compiled graph for library use (give it a checkpointer to
 persist and resume runs); `graph` is the same graph without a checkpointer, which is what
@@ -42,7 +44,9 @@ from replan.graphs.graph_state import (
     EXECUTOR,
     PLANNER,
     REPLANNER,
+    REPLY,
     REVIEW,
+    START_TURN,
     PlanExecuteInput,
     PlanExecuteOutput,
     PlanExecuteState,
@@ -54,6 +58,7 @@ from replan.graphs.nodes.executor import Executor
 from replan.graphs.nodes.planner import Planner
 from replan.graphs.nodes.replanner import Replanner
 from replan.graphs.nodes.review import PlanReviewNode
+from replan.graphs.nodes.turns import StartTurn, reply
 from replan.graphs.plan.scheduling import wave
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.state.task_stores import TaskStore, open_task_store
@@ -122,21 +127,24 @@ def check_build_arguments(
 
 def after_planner(
     state: PlanExecuteState, runtime: Runtime[Context]
-) -> Literal["review_plan"] | list[Send]:
-    """Go to the human review when the run's context asks for it, else start the first wave."""
+) -> Literal["review_plan", "reply"] | list[Send]:
+    """Go to the human review when the run's context asks for it, else start the first wave;
+    end the turn when the planner gave no plan."""
+    if state.get("response"):
+        return REPLY
     context = run_context(runtime.context, state.get("settings"))
     return REVIEW if context.approve_plan else wave(state, context)
 
 
 def after_replanner(
     state: PlanExecuteState, runtime: Runtime[Context]
-) -> Literal["__end__", "answer"] | list[Send]:
-    """Once there is a response, write the answer (plain-text answers) or end; otherwise start
-    the next wave of steps."""
+) -> Literal["reply", "answer"] | list[Send]:
+    """Once there is a response, write the answer (plain-text answers) or end the turn;
+    otherwise start the next wave of steps."""
     context = run_context(runtime.context, state.get("settings"))
     if writes_answer(state, context):
         return ANSWER
-    return END if state.get("response") else wave(state, context)
+    return REPLY if state.get("response") else wave(state, context)
 
 
 def build_plan_execute_graph(
@@ -194,19 +202,23 @@ def build_plan_execute_graph(
         input_schema=PlanExecuteInput,
         output_schema=PlanExecuteOutput,
     )
+    builder.add_node(START_TURN, StartTurn(texts.superseded))
     builder.add_node(PLANNER, dual_node(planner.planner, saves_settings=True))
     builder.add_node(
-        REVIEW, PlanReviewNode(texts, planner.tool_steps), destinations=(EXECUTOR, END)
+        REVIEW, PlanReviewNode(texts, planner.tool_steps), destinations=(EXECUTOR, REPLY)
     )
     builder.add_node(EXECUTOR, dual_node(executor.executor))
     replanner = Replanner(model, offers, texts, bounds, shared)
     builder.add_node(REPLANNER, dual_node(replanner.replanner, saves_settings=True))
     builder.add_node(ANSWER, dual_node(Answerer(model, offers, texts, bounds).answer))
-    builder.add_edge(START, PLANNER)
-    builder.add_conditional_edges(PLANNER, after_planner, [REVIEW, EXECUTOR])
+    builder.add_node(REPLY, reply)
+    builder.add_edge(START, START_TURN)
+    builder.add_edge(START_TURN, PLANNER)
+    builder.add_conditional_edges(PLANNER, after_planner, [REVIEW, EXECUTOR, REPLY])
     builder.add_edge(EXECUTOR, REPLANNER)
-    builder.add_conditional_edges(REPLANNER, after_replanner, [EXECUTOR, ANSWER, END])
-    builder.add_edge(ANSWER, END)
+    builder.add_conditional_edges(REPLANNER, after_replanner, [EXECUTOR, ANSWER, REPLY])
+    builder.add_edge(ANSWER, REPLY)
+    builder.add_edge(REPLY, END)
     compiled = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
     # The thread pool of sync runs must hold a whole wave; `max_concurrency` in the run's
     # Context is what bounds a wave.

@@ -48,9 +48,19 @@ class ServedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return super().copy(changes)
 
 
+CARRIED_OVER = tuple(
+    """builder schema_to_mapper nodes channels stream_mode stream_eager output_channels
+    stream_channels interrupt_after_nodes interrupt_before_nodes input_channels step_timeout
+    debug checkpointer store cache retry_policy cache_policy context_schema config
+    trigger_to_nodes node_error_handler_map name stream_transformers""".split()
+)
+"""The arguments of the compiled graph's constructor, each kept in the public attribute of
+its name; a test fails when LangGraph's constructor takes others."""
+
+
 def served(graph: CompiledStateGraph[Any, Any, Any, Any]) -> ServedGraph:
-    """`graph` as a `ServedGraph` (built from its attributes, as `copy` builds a copy)."""
-    return ServedGraph(**{k: v for k, v in vars(graph).items() if k != "__orig_class__"})
+    """`graph` as a `ServedGraph`: the same graph, through the public constructor."""
+    return ServedGraph(**{name: getattr(graph, name) for name in CARRIED_OVER})
 
 
 def shared_task_store(environ: Mapping[str, str] = os.environ) -> PostgresTaskStore:

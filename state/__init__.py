@@ -7,6 +7,7 @@ first use, so `import replan.state` does not load the PostgreSQL store.
 
 from typing import TYPE_CHECKING, Any
 
+from replan.state.task_graph import find_cycle
 from replan.state.task_stores import (
     FileTaskStore,
     TaskStore,
@@ -25,7 +26,6 @@ from replan.state.tasks import (
     TaskStatus,
     TaskUpdateResult,
     UpdateStatus,
-    find_cycle,
     parse_task_id,
 )
 

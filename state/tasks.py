@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetPyda
 from pydantic_core import CoreSchema, core_schema
 
 from replan.state.clock import utc_now
+from replan.state.task_graph import cycle_through
 from replan.state.task_table import TaskTable
 
 TaskStatus = Literal["pending", "in_progress", "completed"]
@@ -305,6 +306,11 @@ class TaskContext(BaseModel):
             raise TaskError(f"Task #{tid} does not exist. Call TaskList to see the current tasks.")
         return task
 
+    def _successors(self, task_id: str) -> Sequence[str]:
+        """The IDs of the tasks waiting for task `task_id` (none when it does not exist)."""
+        task = self.tasks.by_id(task_id)
+        return task.blocks if task else ()
+
     def _new_edges(
         self, tid: str, add_blocks: Sequence[str], add_blocked_by: Sequence[str]
     ) -> list[tuple[str, str]]:
@@ -317,7 +323,7 @@ class TaskContext(BaseModel):
                 raise TaskError(f"Task #{tid} cannot depend on itself.")
             if blocked not in self.get(blocker).blocks and (blocker, blocked) not in edges:
                 edges.append((blocker, blocked))
-        cycle = self._cycle_through(edges)
+        cycle = cycle_through(edges, self._successors)
         if cycle:
             path = " -> ".join(f"#{node}" for node in cycle)
             raise TaskError(
@@ -326,75 +332,6 @@ class TaskContext(BaseModel):
                 "closes the loop."
             )
         return edges
-
-    def _cycle_through(self, edges: Sequence[tuple[str, str]]) -> list[str] | None:
-        """A cycle that adding `edges` would close, as a closed path of IDs, or None.
-
-        The list had no cycle before, so any new cycle runs through a new edge: it exists when
-        an edge's blocker is reachable from its blocked task. Only that part of the graph is
-        walked.
-        """
-        extra: dict[str, list[str]] = {}
-        for blocker, blocked in edges:
-            extra.setdefault(blocker, []).append(blocked)
-
-        def successors(node: str) -> list[str]:
-            task = self.tasks.by_id(node)
-            return [*(task.blocks if task else ()), *extra.get(node, ())]
-
-        for blocker, blocked in edges:
-            parents: dict[str, str | None] = {blocked: None}
-            stack = [blocked]
-            while stack:
-                node = stack.pop()
-                if node == blocker:
-                    path = [node]
-                    while (parent := parents[path[-1]]) is not None:
-                        path.append(parent)
-                    return [blocker, *reversed(path)]
-                for step in successors(node):
-                    if step not in parents:
-                        parents[step] = node
-                        stack.append(step)
-        return None
-
-
-def find_cycle(
-    tasks: Iterable[Task], extra_edges: Iterable[tuple[str, str]] = ()
-) -> list[str] | None:
-    """A dependency cycle as a closed path of IDs (first == last), or None if there is none.
-
-    Edges run from blocker to blocked (`task.blocks`), plus `extra_edges`. Iterative
-    depth-first search: linear in tasks plus edges, and safe for very long chains.
-    """
-    successors: dict[str, list[str]] = {}
-    for task in tasks:
-        successors.setdefault(task.id, []).extend(task.blocks)
-    for blocker, blocked in extra_edges:
-        successors.setdefault(blocker, []).append(blocked)
-
-    unvisited, on_path, done = 0, 1, 2
-    colour: dict[str, int] = {}
-    for root in successors:
-        if colour.get(root, unvisited) != unvisited:
-            continue
-        path = [root]
-        iterators = [iter(successors.get(root, ()))]
-        colour[root] = on_path
-        while iterators:
-            step = next(iterators[-1], None)
-            if step is None:
-                colour[path.pop()] = done
-                iterators.pop()
-                continue
-            state = colour.get(step, unvisited)
-            if state == on_path:
-                return [*path[path.index(step) :], step]
-            if state == unvisited:
-                colour[step] = on_path
-                path.append(step)
-                iterators.append(iter(successors.get(step, ())))
-    return None
 
 
 def _check_types(**values: Any) -> None:
@@ -434,14 +371,6 @@ def _is_open(task: Task | None) -> bool:
     return task is not None and task.status != "completed"
 
 
-def _with_edge(table: TaskTable[Task], blocker: str, blocked: str) -> TaskTable[Task]:
-    """`table` with the edge blocker -> blocked written on both tasks."""
-    before, after = table.by_id(blocker), table.by_id(blocked)
-    assert before is not None and after is not None
-    table = table.with_task(before.model_copy(update={"blocks": [*before.blocks, blocked]}))
-    return table.with_task(after.model_copy(update={"blocked_by": [*after.blocked_by, blocker]}))
-
-
 def _field_changes(task: Task, **values: str | None) -> dict[str, Any]:
     """The given fields whose new value differs from the task's, normalised."""
     changes: dict[str, Any] = {}
@@ -452,3 +381,11 @@ def _field_changes(task: Task, **values: str | None) -> dict[str, Any]:
         if getattr(task, field) != normalised:
             changes[field] = normalised
     return changes
+
+
+def _with_edge(table: TaskTable[Task], blocker: str, blocked: str) -> TaskTable[Task]:
+    """`table` with the edge blocker -> blocked written on both tasks."""
+    before, after = table.by_id(blocker), table.by_id(blocked)
+    assert before is not None and after is not None
+    table = table.with_task(before.model_copy(update={"blocks": [*before.blocks, blocked]}))
+    return table.with_task(after.model_copy(update={"blocked_by": [*after.blocked_by, blocker]}))

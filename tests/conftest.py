@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from langchain_core.runnables.retry import ExponentialJitterParams
 
+from replan.graphs.model import http_client
 from replan.graphs.model import turn as chat_model
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as plan_execute_script
@@ -64,21 +65,16 @@ how often a reply is asked for again, not the ~1 s waits a real server is given.
 
 
 QUICK_CLIENT_RETRY_SECONDS = 0.01
-"""The OpenAI client's first wait before retrying an HTTP 5xx or 429 without `retry-after` (0.5 s
-by default, doubling), in this process's tests: refusals of the scripted quirks (llama-cpp-python
-answers HTTP 500) are retried at once. A reply's own `retry-after-ms` still applies."""
+"""The first wait before retrying an HTTP 5xx or 429 without `retry-after` (0.5 s by default,
+doubling), in this process's tests: refusals of the scripted quirks (llama-cpp-python answers
+HTTP 500) are retried at once. A reply's own `retry-after-ms` still applies."""
 
 
 @pytest.fixture(autouse=True)
 def _quick_retries_of_unusable_replies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chat_model, "RETRY_BACKOFF", QUICK_RETRY_BACKOFF)
-    # The client's own backoff constants (a private module: left alone if it changes).
-    monkeypatch.setattr(
-        "openai._base_client.INITIAL_RETRY_DELAY", QUICK_CLIENT_RETRY_SECONDS, raising=False
-    )
-    monkeypatch.setattr(
-        "openai._base_client.MAX_RETRY_DELAY", 4 * QUICK_CLIENT_RETRY_SECONDS, raising=False
-    )
+    monkeypatch.setattr(http_client, "INITIAL_RETRY_SECONDS", QUICK_CLIENT_RETRY_SECONDS)
+    monkeypatch.setattr(http_client, "MAX_RETRY_SECONDS", 4 * QUICK_CLIENT_RETRY_SECONDS)
 
 
 @pytest.fixture

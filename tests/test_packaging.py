@@ -5,12 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
 
-from tests.support.dev_server import copy_repo
+from tests.support.dev_server import REPO, copy_repo
 
 pytestmark = pytest.mark.slow  # builds and installs wheels, runs subprocesses
 
@@ -31,6 +34,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (built,) = out.glob("replan-*.whl")
     return built
+
+
+def test_the_server_extra_is_refused_rather_than_empty_on_an_older_python(wheel: Path) -> None:
+    """No marker leaves Aegra out of `replan[server]` on Python 3.11: pip must refuse the extra
+    there (Aegra's Requires-Python), not install it without the server."""
+    with zipfile.ZipFile(wheel) as built:
+        (metadata,) = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = built.read(metadata).decode().splitlines()
+    server = [line for line in lines if line.startswith("Requires-Dist:") and '"server"' in line]
+    assert any(line.startswith("Requires-Dist: aegra-api") for line in server)
+    assert [line for line in server if "python_version" in line] == []
 
 
 def test_the_wheel_installs_only_the_replan_namespace(wheel: Path) -> None:
@@ -61,6 +75,24 @@ def test_the_wheel_works_from_a_plain_install(wheel: Path, tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_ci_s_lowest_versions_are_the_lower_bounds_of_pyproject() -> None:
+    """.ci/lowest.txt pins each dependency of replan, and of the extras the `dev` extra brings,
+    to its lower bound in pyproject.toml: CI's second stage tests exactly those versions."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    (own,) = [r for r in map(Requirement, extras["dev"]) if r.name == "replan"]
+    requirements = [*project["dependencies"], *(r for e in sorted(own.extras) for r in extras[e])]
+    bounds = {
+        r.name: Version(s.version)
+        for r in map(Requirement, requirements)
+        for s in r.specifier
+        if s.operator == ">="
+    }
+    lines = (REPO / ".ci" / "lowest.txt").read_text().splitlines()
+    pins = [line.split("==") for line in lines if line and not line.startswith("#")]
+    assert {name: Version(version) for name, version in pins} == bounds
 
 
 def test_users_own_tools_and_state_modules_do_not_shadow_replan(tmp_path: Path) -> None:

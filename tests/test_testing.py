@@ -21,7 +21,12 @@ from pydantic import SecretStr
 
 from replan.testing import (
     BROKEN_REPLIES,
+    LLAMA_CPP,
+    LLAMA_CPP_PYTHON,
+    OLLAMA,
+    PRESETS,
     ScriptedOpenAIServer,
+    cooperative,
     http_error,
     text,
     tokens,
@@ -29,6 +34,7 @@ from replan.testing import (
     tool_calls,
 )
 from replan.testing import plan_script as script
+from replan.testing.command import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -167,6 +173,31 @@ def test_runs_as_a_separate_process(tmp_path: Path) -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_the_command_takes_a_preset_by_the_server_s_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert PRESETS == {"llama-server": LLAMA_CPP, "llama-cpp-python": LLAMA_CPP_PYTHON,
+                       "ollama": OLLAMA}  # fmt: skip
+    args = build_parser().parse_args(["--preset", "llama-cpp-python"])
+    assert (args.preset, args.responder, args.port_file) == (
+        "llama-cpp-python",
+        cooperative.respond,
+        None,
+    )
+    for wrong in (["--preset", "vllm"], ["--responder", "replan.testing:nothing"]):
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(wrong)
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].startswith("python -m replan.testing: ")
+
+
+def test_the_cooperative_model_plays_runs_as_the_scripted_model() -> None:
+    with ScriptedOpenAIServer(cooperative.respond, quirks=PRESETS["ollama"]) as srv:
+        model = chat(srv)
+        assert model.invoke("Reply with the single word OK.").content == "OK"
+        assert "scripted executor" in str(model.invoke("no step here").content)
 
 
 # --- the plan–execute responder ---------------------------------------------------------

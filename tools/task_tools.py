@@ -1,13 +1,13 @@
 """TaskCreate, TaskGet, TaskUpdate and TaskList: LangChain tools over a `TaskContext`.
 
-By default the tools are state-injected: they read `tasks_context` (and `messages`) from the
-graph state and answer with a `Command`. LangGraph's `ToolNode` (also inside `create_agent`)
-runs the calls of one model turn concurrently on the same state snapshot, so each call first
-replays the task calls that come before it in the same AI message, to answer as if they had
-run (the IDs it reports are the ones the list will have). Calls are found by position, never by
-id alone: some servers repeat one id for every call or leave it empty. Each call writes only its
-own change (`TaskCallChange`); the `tasks_context` reducer applies the changes in call order.
-The list therefore ends as if the calls ran one after another, in order, with the arguments
+By default the tools are state-injected: they read `tasks_context` (and `messages`) from the graph
+state and answer with a `Command`. LangGraph's `ToolNode` (also inside `create_agent`) runs the
+calls of one model turn concurrently on the same state snapshot, so each call first replays the
+task calls that come before it in the same AI message (`replan.tools.task_turns`), to answer as if
+they had run (the IDs it reports are the ones the list will have). Calls are found by position,
+never by id alone: some servers repeat one id for every call or leave it empty. Each call writes
+only its own change (`TaskCallChange`); the `tasks_context` reducer applies the changes in call
+order. The list therefore ends as if the calls ran one after another, in order, with the arguments
 they really ran with, even when a middleware edited or refused an earlier call of the turn.
 
 A state without a `tasks_context` channel would silently drop those updates (LangGraph ignores
@@ -16,31 +16,20 @@ raises `TasksStateMissingError`, which names the fixes.
 
 Given a task store instead (`FileTaskStore`, `PostgresTaskStore`, a folder path or a
 `postgresql://` URL), the tools run each call as one transaction on the stored list and leave the
-graph state alone, so several agents, processes or machines can share one list.
+graph state alone, so several agents, processes or machines can share one list. The tools'
+argument models and compact schemas are in `replan.tools.task_schemas`.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
-from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, ToolException
-from langchain_core.tools.base import ArgsSchema
-from langchain_core.utils.json_schema import dereference_refs
-from langgraph.prebuilt import InjectedState
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.types import Command
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    Field,
-    PlainSerializer,
-    ValidationError,
-    create_model,
-)
+from pydantic import BaseModel, ValidationError
 
 from replan.state.task_stores import TaskStore, open_task_store
 from replan.state.task_views import (
@@ -49,22 +38,35 @@ from replan.state.task_views import (
     format_task_list,
     format_update_result,
 )
-from replan.state.tasks import TaskContext, TaskError, UpdateStatus
+from replan.state.tasks import TaskContext, TaskError
 from replan.tools.arguments import explain_validation_error
 from replan.tools.task_descriptions import (
-    COMPACT_FIELD_DESCRIPTIONS,
     COMPACT_TOOL_DESCRIPTIONS,
     DETAILS,
-    FIELD_DESCRIPTIONS,
     LANGUAGES,
     TOOL_DESCRIPTIONS,
     Detail,
     Language,
 )
+from replan.tools.task_schemas import (
+    PLAIN_SCHEMAS,
+    TASK_CREATE,
+    TASK_GET,
+    TASK_LIST,
+    TASK_TOOL_NAMES,
+    TASK_UPDATE,
+    CompactTaskTool,
+    args_schema,
+    compact_schema,
+)
 from replan.tools.task_state import as_task_context
+from replan.tools.task_turns import report, turn_for
 
-TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST = "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"
-TASK_TOOL_NAMES = (TASK_CREATE, TASK_GET, TASK_UPDATE, TASK_LIST)
+__all__ = [
+    "TASKS_KEY", "TASK_CREATE", "TASK_GET", "TASK_LIST", "TASK_TOOL_NAMES", "TASK_UPDATE",
+    "TaskCallChange", "TasksStateMissingError", "run_task_call", "task_tools",
+]  # fmt: skip
+
 _READ_ONLY = frozenset({TASK_GET, TASK_LIST})
 TASKS_KEY = "tasks_context"
 
@@ -84,98 +86,6 @@ class TasksStateMissingError(RuntimeError):
         )
 
 
-def _id_text(value: Any) -> Any:
-    """Models often send IDs as numbers; accept 3 as "3" (validation of the text comes later)."""
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-TaskIdArg = Annotated[str, BeforeValidator(_id_text)]
-# LangChain dumps a tool's validated arguments to learn their names; without this, that dump
-# would copy the whole injected graph state (every task) on every call.
-_NOT_DUMPED = PlainSerializer(lambda value: None)
-
-# Per tool: argument name -> (type, default or ... when required, key in FIELD_DESCRIPTIONS).
-_ARGUMENTS: dict[str, dict[str, tuple[Any, Any, str]]] = {
-    TASK_CREATE: {
-        "subject": (str, ..., "subject"),
-        "description": (str, ..., "description"),
-        "activeForm": (str | None, None, "activeForm"),
-        "metadata": (dict[str, Any] | None, None, "metadata"),
-    },
-    TASK_GET: {"taskId": (TaskIdArg, ..., "taskId")},
-    TASK_UPDATE: {
-        "taskId": (TaskIdArg, ..., "taskId"),
-        "subject": (str | None, None, "new_subject"),
-        "description": (str | None, None, "new_description"),
-        "activeForm": (str | None, None, "activeForm"),
-        "status": (UpdateStatus | None, None, "status"),
-        "addBlocks": (list[TaskIdArg] | None, None, "addBlocks"),
-        "addBlockedBy": (list[TaskIdArg] | None, None, "addBlockedBy"),
-        "owner": (str | None, None, "owner"),
-        "metadata": (dict[str, Any] | None, None, "metadata"),
-    },
-    TASK_LIST: {},
-}
-
-
-def _args_schema(name: str, language: Language, *, injected: bool) -> type[BaseModel]:
-    """The argument model of one tool; injected fields are hidden from the model's view."""
-    descriptions = FIELD_DESCRIPTIONS[language]
-    fields: dict[str, Any] = {
-        arg: (typ, Field(default, description=descriptions[key]))
-        for arg, (typ, default, key) in _ARGUMENTS[name].items()
-    }
-    if injected:
-        fields["state"] = (Annotated[Any, InjectedState, _NOT_DUMPED], ...)
-        fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
-    return create_model(f"{name}Args", **fields)
-
-
-_PLAIN_SCHEMAS = {name: _args_schema(name, "en", injected=False) for name in TASK_TOOL_NAMES}
-_NOT_SHOWN = frozenset({"default", "description", "title"})
-
-
-def _compact_argument(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    """One argument's JSON schema without what the model does not need to read: the null
-    alternative and null default of an optional argument, titles, `additionalProperties: true`,
-    and the description when there is none to give."""
-    options = [option for option in schema.get("anyOf", [schema]) if option != {"type": "null"}]
-    kind = options[0] if len(options) == 1 else {"anyOf": options}
-    shown = {
-        key: value
-        for key, value in kind.items()
-        if key not in _NOT_SHOWN and (key, value) != ("additionalProperties", True)
-    }
-    return {**shown, "description": description} if description else shown
-
-
-def _compact_schema(name: str, language: Language) -> dict[str, Any]:
-    """The argument schema the model sees of a compact tool: same arguments, types and required
-    ones as the full schema, with short descriptions."""
-    full = dereference_refs(_PLAIN_SCHEMAS[name].model_json_schema())
-    says = COMPACT_FIELD_DESCRIPTIONS[language]
-    properties = {
-        arg: _compact_argument(full["properties"][arg], says[key])
-        for arg, (_, _, key) in _ARGUMENTS[name].items()
-    }
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if full.get("required"):
-        schema["required"] = full["required"]
-    return schema
-
-
-class CompactTaskTool(StructuredTool):
-    """A task tool that shows the model `call_schema`, a smaller JSON schema than the argument
-    model it validates calls with (which stays the full tool's)."""
-
-    call_schema: dict[str, Any]
-
-    @property
-    def tool_call_schema(self) -> ArgsSchema:
-        """The schema offered to the model."""
-        return self.call_schema
-
-
 def run_task_call(
     context: TaskContext,
     name: str,
@@ -188,7 +98,7 @@ def run_task_call(
     Raises TaskError for a refused operation and ValidationError for malformed arguments;
     either way `context` is unchanged.
     """
-    parsed = _PLAIN_SCHEMAS[name].model_validate(dict(args)).model_dump()
+    parsed = PLAIN_SCHEMAS[name].model_validate(dict(args)).model_dump()
     if name == TASK_CREATE:
         task = context.create(
             parsed["subject"],
@@ -276,14 +186,14 @@ def task_tools(
         common: dict[str, Any] = {
             "func": func,
             "name": name,
-            "args_schema": _args_schema(name, language, injected=shared is None),
+            "args_schema": args_schema(name, language, injected=shared is None),
             "handle_tool_error": True,
             "handle_validation_error": explain_validation_error,
         }
         if detail == "compact":
             return CompactTaskTool.from_function(
                 description=COMPACT_TOOL_DESCRIPTIONS[language][name],
-                call_schema=_compact_schema(name, language),
+                call_schema=compact_schema(name, language),
                 **common,
             )
         return StructuredTool.from_function(description=TOOL_DESCRIPTIONS[language][name], **common)
@@ -296,7 +206,7 @@ def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[A
         if not _state_has(state, TASKS_KEY):
             raise TasksStateMissingError(name)
         context = as_task_context(_state_value(state, TASKS_KEY)).clone()
-        turn = _turn_for(_state_value(state, "messages") or [], tool_call_id, name, args)
+        turn = turn_for(_state_value(state, "messages") or [], tool_call_id, name, args)
         outcomes: list[tuple[bool, str]] = []
         for index, queued in enumerate(turn.calls):
             try:
@@ -305,7 +215,7 @@ def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[A
                 outcome = (False, str(error))  # a refused call changes nothing
             if index in turn.mine:
                 outcomes.append(outcome)
-        succeeded, reply = _report(outcomes)
+        succeeded, reply = report(outcomes)
         if not succeeded:
             raise ToolException(reply)
         update: dict[str, Any] = {
@@ -340,85 +250,3 @@ def _state_has(state: Any, key: str) -> bool:
 def _state_value(state: Any, key: str) -> Any:
     """Read a key from graph state given as a dict or as an object (pydantic/dataclass)."""
     return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
-
-
-@dataclass(frozen=True)
-class _Turn:
-    """The task calls one tool invocation runs, in order, and which of them are its own."""
-
-    calls: list[ToolCall]
-    mine: frozenset[int]
-
-
-def _turn_for(
-    messages: Sequence[BaseMessage], tool_call_id: str, name: str, args: Mapping[str, Any]
-) -> _Turn:
-    """Where this call stands in the AI message that made it, told apart by position.
-
-    The calls of the message that have no reply yet are replayed in order, up to this call,
-    which runs with the arguments it was given (a wrapper may have edited them). Some servers
-    send one id (or an empty one) for every call: then the arguments tell the calls apart.
-    Copies of this very call (same id, name and arguments) cannot be told apart, so the
-    invocation runs the message up to the last copy and reports the outcome of every copy:
-    all copies give the same reply (each still writes its own change). Outside a model turn
-    (a direct call), only this call runs.
-    """
-    own = ToolCall(name=name, args=dict(args), id=tool_call_id)
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        if not isinstance(message, AIMessage) or not any(
-            c["id"] == tool_call_id for c in message.tool_calls
-        ):
-            continue
-        pending = _unanswered_task_calls(message, messages[position + 1 :])
-        mine = [i for i, c in enumerate(pending) if (c["id"], c["name"]) == (tool_call_id, name)]
-        if len(mine) > 1:  # a repeated id: the arguments tell the calls apart
-            signature = _signature(name, args)
-            same = [i for i in mine if _signature(name, pending[i]["args"]) == signature]
-            mine = same or mine[:1]
-        if not mine:
-            break
-        calls = [own if i in mine else c for i, c in enumerate(pending[: mine[-1] + 1])]
-        return _Turn(calls, frozenset(mine))
-    return _Turn([own], frozenset({0}))
-
-
-def _unanswered_task_calls(message: AIMessage, later: Sequence[BaseMessage]) -> list[ToolCall]:
-    """The task calls of `message` not answered by a ToolMessage in `later`.
-
-    Replies come in call order, so with repeated ids the first calls carrying an id count as
-    answered, as many as there are replies to that id. Answered calls are already in the
-    state's context (a graph that runs calls one by one) and are not replayed.
-    """
-    replies: Counter[str | None] = Counter(
-        m.tool_call_id for m in later if isinstance(m, ToolMessage)
-    )
-    pending: list[ToolCall] = []
-    for tool_call in message.tool_calls:
-        if replies[tool_call["id"]] > 0:
-            replies[tool_call["id"]] -= 1
-        elif tool_call["name"] in TASK_TOOL_NAMES:
-            pending.append(tool_call)
-    return pending
-
-
-def _signature(name: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The arguments of a task call as the tool sees them (None when they do not validate)."""
-    try:
-        return _PLAIN_SCHEMAS[name].model_validate(dict(args)).model_dump()
-    except ValidationError:
-        return None
-
-
-def _report(outcomes: Sequence[tuple[bool, str]]) -> tuple[bool, str]:
-    """The reply to a call: its own outcome, or for identical copies, each one in turn."""
-    if len(set(outcomes)) == 1:
-        return outcomes[0]
-    lines = (
-        f"{n}. {text if ok else 'Refused: ' + text}" for n, (ok, text) in enumerate(outcomes, 1)
-    )
-    header = (
-        f"This exact call was sent {len(outcomes)} times in one message under the same call "
-        "id, so every copy gets this report. They ran in order:"
-    )
-    return any(ok for ok, _ in outcomes), "\n".join([header, *lines])

@@ -1,4 +1,5 @@
 """The model layer, where each server's quirks stay: `client` (building `ChatOpenAI`),
-`turn` (one model turn), `failures` (what a failed request says), `decision_modes` (how a
-decision is asked for and read, fallbacks), `text_calls` (tool calls written as text) and
-`offers` (the tools each run's executor is offered). Nodes never ask which server answers."""
+`http_client` (its HTTP clients: retries, unusable replies, request bodies local servers
+refuse), `turn` (one model turn), `failures` (what a failed request says), `decision_modes`
+(how a decision is asked for and read, fallbacks), `text_calls` (tool calls written as text)
+and `offers` (the tools each run's executor is offered). Nodes never ask which server answers."""

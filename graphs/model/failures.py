@@ -65,13 +65,18 @@ def _media_type(content_type: str) -> str:
     return content_type.split(";")[0].strip().lower()
 
 
+def is_chat_completion_request(request: Any) -> bool:
+    """Whether the HTTP `request` asks for a chat completion."""
+    return bool(
+        request.method == "POST" and request.url.path.rstrip("/").endswith("/chat/completions")
+    )
+
+
 def _needs_check(response: Any) -> bool:
     """Whether `response` is a 200 reply to a chat completion request, other than a stream."""
-    request = response.request
     return bool(
         response.status_code == 200
-        and request.method == "POST"
-        and request.url.path.rstrip("/").endswith("/chat/completions")
+        and is_chat_completion_request(response.request)
         and _media_type(response.headers.get("content-type", "")) != "text/event-stream"
     )
 

@@ -19,7 +19,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
-from replan.graphs.conversation import objective_text
+from replan.graphs.conversation import turn_objective
 from replan.graphs.graph_state import PlanExecuteState
 from replan.graphs.model.client import resolve_model
 from replan.graphs.model.turn import ask_model
@@ -46,7 +46,7 @@ class Answerer(ModelNode):
         the reply is bounded like a decision's)."""
         results = format_executed_steps(state.get("executed_steps", []), limit=ANSWER_RESULT_CHARS)
         task = self.prompts.answer_task.format(
-            objective=objective_text(state["messages"]), executed_steps=results
+            objective=turn_objective(state), executed_steps=results
         )
         model = resolve_model(self.model, context, context.decision_max_tokens)
         messages = [SystemMessage(self.prompts.answer), HumanMessage(task)]

@@ -37,7 +37,8 @@ class Executor(ToolLoop):
         """Carry out one step and record its result, its model usage (and task-list changes).
         The tool loop runs with the run's settings (and in its sync or async mode)."""
         if "tool" in run["step"]:
-            return (yield from run_tool_step(run, self.tool_steps(context), self.prompts))
+            tools, errors = self.tool_steps(context), context.tool_errors
+            return (yield from run_tool_step(run, tools, self.prompts, errors))
         step, tasks = run["step"], as_task_context(run["tasks_context"])
         if self.task_store is not None:  # the shared list as it is now, not as the wave began
             tasks = yield read_shared_tasks(self.task_store)

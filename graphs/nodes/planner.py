@@ -8,14 +8,16 @@ from langchain_core.messages import SystemMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
-from replan.graphs.conversation import require_objective
-from replan.graphs.graph_state import PLANNER, PlanExecuteState
+from replan.graphs.conversation import require_objective, with_earlier_results
+from replan.graphs.errors import PlanExecuteError
+from replan.graphs.graph_state import PLANNER, ExecutedStep, PlanExecuteState
 from replan.graphs.model.client import resolve_model
 from replan.graphs.model.decision_modes.asking import decide
 from replan.graphs.model.decision_modes.fallbacks import DecisionModes
 from replan.graphs.nodes.base import ModelNode
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.views import REPLANNER_RESULT_CHARS, format_executed_steps
 
 
 class Planner(ModelNode):
@@ -35,27 +37,48 @@ class Planner(ModelNode):
         )
 
     def planner(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
-        """Ask the model for a plan (forced `plan` tool call) and start a fresh round count."""
-        require_objective(state)
-        numbering = Numbering.first_plan(state.get("executed_steps", []), self.tool_steps(context))
+        """Ask the model for the turn's plan (a forced `plan` decision) and start a fresh round
+        count. The model reads the conversation; on a follow-up, the last answer comes with the
+        results of the turn it ended, which the plan may name. Without a usable plan within
+        the retries, the turn ends not finished (`no_decision`)."""
+        objective = require_objective(state)
+        carried = state.get("carried_steps", [])
+        numbering = Numbering.for_turn(carried, self.tool_steps(context))
         modes = DecisionModes.of_run(context, state)
-        decision = yield from decide(
-            resolve_model(self.model, context, context.decision_max_tokens),
-            [SystemMessage(self.system(context)), *state["messages"]],
-            [self.decisions.plan(numbering, context)],
-            node=PLANNER,
-            context=context,
-            prompts=self.prompts,
-            retries=self.bounds.for_run(context).mistake_retries,
-            modes=modes,
+        messages = with_earlier_results(
+            state["messages"],
+            self._earlier(carried, numbering),
         )
+        started = {"objective": objective, "iterations": 0, "stop_reason": ""}
+        try:
+            decision = yield from decide(
+                resolve_model(self.model, context, context.decision_max_tokens),
+                [SystemMessage(self.system(context)), *messages],
+                [self.decisions.plan(numbering, context)],
+                node=PLANNER,
+                context=context,
+                prompts=self.prompts,
+                retries=self.bounds.for_run(context).mistake_retries,
+                modes=modes,
+            )
+        except PlanExecuteError as error:  # the turn ends with a report, the chat goes on
+            report = self.prompts.no_plan.format(problem=error.problem)
+            stopped = {"plan": [], "response": report, "stop_reason": "no_decision"}
+            return {**started, **stopped, **modes.update()}
         args = decision.args
         assert isinstance(args, PlanArgs)
         return {
+            **started,
             "plan": accept_plan(args, numbering),
             "response": "",
-            "stop_reason": "",
-            "iterations": 0,
             **decision.update(),
             **modes.update(),
         }
+
+    def _earlier(self, carried: list[ExecutedStep], numbering: Numbering) -> str:
+        """What follows the last answer: the results of the turn it ended and where the new
+        plan's numbers start; "" when that turn carried out no step."""
+        if not carried:
+            return ""
+        shown = format_executed_steps(carried, limit=REPLANNER_RESULT_CHARS)
+        return self.prompts.planner_earlier.format(executed_steps=shown, next=numbering.first)

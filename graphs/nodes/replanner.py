@@ -68,8 +68,10 @@ class Replanner(ModelNode):
         ):
             return {"plan": left, "iterations": rounds}
         done = state.get("executed_steps", [])
-        numbering = Numbering.replan(left, done, self.tool_steps(context))
-        briefing = replanner_briefing(state, self.prompts.repeated_steps)
+        carried = state.get("carried_steps", [])
+        numbering = Numbering.replan(left, [*carried, *done], self.tool_steps(context))
+        prompts = self.prompts
+        briefing = replanner_briefing(state, prompts.repeated_steps, prompts.replanner_earlier)
         modes = DecisionModes.of_run(context, state)
         task = self.prompts.replanner_task.format(next=numbering.first, **briefing)
         try:

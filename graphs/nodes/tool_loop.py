@@ -2,17 +2,18 @@
 out one text step with the model and the run's tools.
 
 The loop runs over its own `messages` and `tasks_context`, so the task tools see the state they
-need and parallel tool calls of one model turn are handled by `ToolNode` (a call to an unknown
-tool gets its error reply there). A call whose arguments are not valid JSON never reaches
-`ToolNode`: `act` answers it with an error `ToolMessage` so the model can call again. Tool calls
-the model wrote as text are run like real ones (`replan.graphs.model.text_calls`, with
-`Context.recover_text_calls`); a reply whose text looks like a call that cannot be read (an
-unknown tool, broken JSON) is not taken as the step's result: the model is told so and asked
-again. Nor, once per step, is a report that says the step failed or gives figures no tool or
-earlier result showed (`replan.graphs.nodes.report_check`). The loop stops when the model
-answers in prose without tool calls, when its reply was cut off at the token limit, or after
-`executor_max_steps` model calls; in the last two cases the step's result says plainly that it
-is unfinished and shows what the model had written and the last tool results.
+need and parallel tool calls of one model turn are handled by `ToolNode` (a call to an unknown tool
+gets its error reply there, and so does a call of one of the run's own tools that raised, unless
+`Context.tool_errors` says "raise": `replan.graphs.tool_errors`). A call whose arguments are not
+valid JSON never reaches `ToolNode`: `act` answers it with an error `ToolMessage` so the model can
+call again. Tool calls the model wrote as text are run like real ones
+(`replan.graphs.model.text_calls`, with `Context.recover_text_calls`); a reply whose text looks
+like a call that cannot be read (an unknown tool, broken JSON) is not taken as the step's result:
+the model is told so and asked again. Nor, once per step, is a report that says the step failed or
+gives figures no tool or earlier result showed (`replan.graphs.nodes.report_check`). The loop stops
+when the model answers in prose without tool calls, when its reply was cut off at the token limit,
+or after `executor_max_steps` model calls; in the last two cases the step's result says plainly
+that it is unfinished and shows what the model had written and the last tool results.
 """
 
 from __future__ import annotations
@@ -32,9 +33,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
 from langgraph.graph import START, StateGraph
-from langgraph.prebuilt import ToolNode
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import (
@@ -55,6 +54,7 @@ from replan.graphs.nodes.base import ModelNode
 from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
 from replan.graphs.prompts import Prompts
+from replan.graphs.tool_errors import tool_node
 from replan.state.task_stores import TaskStore
 
 PROGRESS_RESULTS = 3
@@ -65,7 +65,7 @@ INVALID_ARGUMENTS = (
     "Error: the arguments of this `{name}` call were not valid JSON, so it did not run. "
     "Call `{name}` again with the arguments as a JSON object."
 )
-TOOLS = "tools"
+TOOLS: Literal["tools"] = "tools"
 """The loop's node that runs the requested tools."""
 
 
@@ -129,7 +129,7 @@ class ToolLoop(ModelNode):
     @functools.cached_property
     def loops(self) -> dict[TaskToolsChoice, Runnable[Any, Any]]:
         """The compiled tool loop for each tool offer (it runs exactly the offered tools)."""
-        return {choice: self.compile(offer.tools) for choice, offer in self.offers.items()}
+        return {choice: self.compile(offer) for choice, offer in self.offers.items()}
 
     def for_run(self, context: Context) -> Runnable[Any, Any]:
         """The loop the run's context chose, run with that context."""
@@ -244,12 +244,12 @@ class ToolLoop(ModelNode):
             return TOOLS
         return "__end__" if isinstance(state["messages"][-1], AIMessage) else ACT
 
-    def compile(self, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
-        """The compiled inner loop over `tools`, with a recursion limit that fits the largest
-        step budget."""
+    def compile(self, offer: ToolOffer) -> Runnable[Any, Any]:
+        """The compiled inner loop over the tools of `offer` (its own tools following the run's
+        `Context.tool_errors`), with a recursion limit that fits the largest step budget."""
         builder = StateGraph(ExecutorState, context_schema=Context)
         builder.add_node(ACT, dual_node(self.act))
-        builder.add_node(TOOLS, ToolNode(list(tools)))
+        builder.add_node(TOOLS, tool_node(offer.tools, offer.own))
         builder.add_edge(START, ACT)
         builder.add_conditional_edges(ACT, self.route)
         builder.add_edge(TOOLS, ACT)

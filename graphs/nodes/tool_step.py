@@ -8,16 +8,21 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from replan.graphs.calls import Call, Steps
+from replan.graphs.context import ToolErrorsChoice
 from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
 from replan.graphs.plan.own_tools import OwnTools
 from replan.graphs.plan.tool_steps import format_call, references, same_call, substitute
 from replan.graphs.prompts import Prompts
+from replan.graphs.tool_errors import reports, tool_error_text
 
 
-def run_tool_step(run: StepRun, tools: OwnTools, prompts: Prompts) -> Steps[dict[str, Any]]:
+def run_tool_step(
+    run: StepRun, tools: OwnTools, prompts: Prompts, tool_errors: ToolErrorsChoice
+) -> Steps[dict[str, Any]]:
     """Carry out a tool step: call its tool once, with its references replaced, and record the
     tool's answer. A call an earlier step already made takes that step's result instead; a step
-    whose references are not done, or whose tool the run does not have, fails without a call."""
+    whose references are not done, or whose tool the run does not have, fails without a call;
+    so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`)."""
     step = run["step"]
     tool, args = step.get("tool", ""), step.get("args") or {}
     results = {done["id"]: done for done in run["dependencies"] if "id" in done}
@@ -45,7 +50,12 @@ def run_tool_step(run: StepRun, tools: OwnTools, prompts: Prompts) -> Steps[dict
         reused["reused_from"] = same["id"]
         return {"executed_steps": [reused], "reused_calls": 1}
     call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
-    answer = yield Call(tools.node, [call])
+    try:
+        answer = yield Call(tools.node, [call])
+    except Exception as error:
+        if not reports(error, tool_errors):
+            raise
+        return {"executed_steps": [record(tool_error_text(tool, error), "failed", called)]}
     messages = answer.get("messages", []) if isinstance(answer, dict) else answer
     message = messages[-1] if messages else None
     if not isinstance(message, ToolMessage):

@@ -60,7 +60,15 @@ class PlanArgs(BaseModel):
     def _objects_written_as_json(cls, steps: Any) -> Any:
         if not isinstance(steps, list):
             return steps
-        return [_json_object(step) if isinstance(step, str) else step for step in steps]
+        problems, read = [], []
+        for number, step in enumerate(steps, 1):
+            try:
+                read.append(_json_object(step) if isinstance(step, str) else step)
+            except ValueError as exc:
+                problems.append(f"step {number} {exc}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return read
 
     @model_validator(mode="after")
     def _valid_steps(self, info: ValidationInfo) -> PlanArgs:
@@ -113,13 +121,14 @@ def _plain_money(
 
 
 def _json_object(text: str) -> Any:
-    """`text` parsed when it is a JSON object with a `step` or a `tool`; else `text` itself."""
+    """`text` parsed when it is a JSON object with a `step` or a `tool`; else `text` itself.
+    ValueError when it starts as a JSON object and is not valid JSON."""
     if not text.lstrip().startswith("{"):
         return text
     try:
         value = json.loads(text)
     except ValueError:
-        return text
+        raise ValueError("looks like a JSON object but is not valid JSON") from None
     return value if isinstance(value, dict) and ("step" in value or "tool" in value) else text
 
 

@@ -75,6 +75,16 @@ class Numbering:
         return cls(first=1, ids_from=next_number(done), tools=tools)
 
     @classmethod
+    def for_turn(
+        cls, carried: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS
+    ) -> Numbering:
+        """A turn's first plan: items numbered by position on a new thread; on a follow-up
+        whose turn before carried out steps, numbered on from those, which it may name."""
+        if not carried:
+            return cls.first_plan((), tools)
+        return cls.replan((), carried, tools)
+
+    @classmethod
     def replan(
         cls, left: Sequence[PlannedStep], done: Sequence[ExecutedStep], tools: OwnTools = NO_TOOLS
     ) -> Numbering:

@@ -22,7 +22,6 @@ from replan.graphs.plan.tool_steps import (
     REFERENCE,
     REFERENCE_SCHEMA,
     _types,
-    error_text,
     first_line,
 )
 from replan.tools.arguments import validation_problems
@@ -60,9 +59,9 @@ class OwnTools:
 
     @functools.cached_property
     def node(self) -> ToolNode:
-        """Runs one tool call; an exception becomes an error `ToolMessage` (`error_text`)."""
-        tools = list(self.by_name.values())
-        return ToolNode(tools, handle_tool_errors=error_text, name="tool_step")
+        """Runs one tool call: arguments that do not fit the tool's schema get an error
+        `ToolMessage`, an exception the tool raised goes on to the tool step."""
+        return ToolNode(list(self.by_name.values()), name="tool_step")
 
     @functools.cached_property
     def parameters(self) -> dict[str, dict[str, Any]]:

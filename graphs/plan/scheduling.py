@@ -10,7 +10,7 @@ from langgraph.types import Send
 from replan.graphs.context import (
     Context,
 )
-from replan.graphs.conversation import objective_text
+from replan.graphs.conversation import turn_objective
 from replan.graphs.graph_state import (
     EXECUTOR,
     ExecutedStep,
@@ -47,8 +47,9 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     most `context.max_concurrency` of them (the others wait for the next wave); a tool step
     making the same call as another of the wave waits for the next one."""
     executed = state.get("executed_steps", [])
-    results = {done["id"]: done for done in executed if "id" in done}
-    objective = objective_text(state["messages"])
+    known = [*state.get("carried_steps", []), *executed]
+    results = {done["id"]: done for done in known if "id" in done}
+    objective = turn_objective(state)
     tasks = state.get("tasks_context") or TaskContext()
     calls = [done for done in executed if "tool" in done]
 

@@ -183,12 +183,6 @@ def tool_step_line(done: Mapping[str, Any]) -> str:
     return line if status == "done" else f"{line} [{status}]"
 
 
-def error_text(error: Exception) -> str:
-    """The result of a tool step whose tool raised: `Error: ` and what it said."""
-    said = str(error).strip() or type(error).__name__
-    return said if said.startswith("Error") else f"Error: {said}"
-
-
 """No tool steps: what a run with `tool_steps="off"` (or no tools of its own) offers."""
 
 

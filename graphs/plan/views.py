@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from replan.graphs.conversation import objective_text
+from replan.graphs.conversation import earlier_exchanges, turn_objective
 from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
 from replan.graphs.plan.progress import times_done
 from replan.graphs.plan.scheduling import steps_left
@@ -20,31 +20,25 @@ REPLANNER_RESULT_CHARS = 600
 """How much of each result the replanner's prompt shows (the state keeps all of it)."""
 
 
-def _positions(plan: Sequence[PlannedStep]) -> list[list[int]]:
-    """Each step's dependencies as 1-based positions in `plan` (done steps left out)."""
-    where = {step["id"]: position for position, step in enumerate(plan, 1)}
-    return [sorted(where[d] for d in step["depends_on"] if d in where) for step in plan]
-
-
-def _after_the_one_before(position: int, depends_on: list[int]) -> bool:
-    return depends_on == ([position - 1] if position > 1 else [])
-
-
-def plan_items(plan: Sequence[PlannedStep]) -> list[PlanItem]:
-    """`plan` as a person writes it at review, numbered by position like a first plan: a string
-    for a step that waits only for the one before it, else `{"step", "depends_on": [positions]}`;
-    a tool step as `{"tool", "args", "depends_on"}`, its references `$N` made positions too."""
-    where = {step["id"]: position for position, step in enumerate(plan, 1)}
+def plan_items(plan: Sequence[PlannedStep], first: int = 1) -> list[PlanItem]:
+    """`plan` as a person writes it at review, its steps numbered on from `first` by position
+    (1 for a first plan; a follow-up turn's plan may also name the steps of the turn before,
+    which keep their numbers): a string for a step that waits only for the one before it, else
+    `{"step", "depends_on": [numbers]}`; a tool step as `{"tool", "args", "depends_on"}`, its
+    references `$N` numbered the same way."""
+    where = {step["id"]: number for number, step in enumerate(plan, first)}
     items: list[PlanItem] = []
-    for position, (step, depends_on) in enumerate(zip(plan, _positions(plan), strict=True), 1):
+    for number, step in enumerate(plan, first):
+        named = [d for d in step["depends_on"] if d in where or first > 1]  # done: by number
+        depends_on = sorted(where.get(d, d) for d in named)
         if "tool" in step:
             args = renumber(step.get("args") or {}, where)
             referred = references(args)
             item: dict[str, Any] = {"tool": step["tool"], "args": args}
-            if extra := [p for p in depends_on if p not in referred]:
+            if extra := [n for n in depends_on if n not in referred]:
                 item["depends_on"] = extra
             items.append(item)
-        elif _after_the_one_before(position, depends_on):
+        elif depends_on == ([number - 1] if number > first else []):
             items.append(step["step"])
         else:
             items.append({"step": step["step"], "depends_on": depends_on})
@@ -127,13 +121,18 @@ def format_repeated_steps(executed: Sequence[ExecutedStep], template: str) -> st
     return template.format(steps="\n".join(lines)) if lines else ""
 
 
-def replanner_briefing(state: PlanExecuteState, repeated_template: str) -> dict[str, str]:
-    """The progress so far, as the replanner's prompt placeholders name it: every result, long
-    ones shortened, so the prompt grows linearly with the steps done, and the steps carried out
-    more than once (`repeated_template`, left out when there are none)."""
+def replanner_briefing(
+    state: PlanExecuteState, repeated_template: str, earlier_template: str
+) -> dict[str, str]:
+    """The progress of the turn so far, as the replanner's prompt placeholders name it: the
+    objective (followed by the conversation before it, `earlier_template`, on a follow-up),
+    every result, long ones shortened, so the prompt grows linearly with the steps done, and the
+    steps carried out more than once (`repeated_template`, left out when there are none)."""
     executed = state.get("executed_steps", [])
+    exchanges = earlier_exchanges(state["messages"])
+    earlier = earlier_template.format(exchanges=exchanges) if exchanges else ""
     return {
-        "objective": objective_text(state["messages"]),
+        "objective": turn_objective(state) + earlier,
         "plan": format_plan(steps_left(state)),
         "executed_steps": format_executed_steps(executed, limit=REPLANNER_RESULT_CHARS),
         "tasks": format_task_list(state.get("tasks_context") or TaskContext()),

@@ -41,12 +41,14 @@ from replan.graphs.prompts.planner import (
     PLAN_TOOL,
     PLANNER,
     PLANNER_COMPUTING,
+    PLANNER_EARLIER,
     PLANNER_TOOL_STEPS,
 )
 from replan.graphs.prompts.replanner import (
     REPEATED_STEPS,
     REPLANNER,
     REPLANNER_COMPUTING,
+    REPLANNER_EARLIER,
     REPLANNER_TASK,
     REPLANNER_TOOL_STEPS,
     RESPOND_NOTE,
@@ -57,10 +59,12 @@ from replan.graphs.prompts.replanner import (
 )
 from replan.graphs.prompts.reports import (
     NO_DECISION,
+    NO_PLAN,
     NO_PROGRESS,
     NOT_FINISHED,
     REJECTED,
     REVIEW_QUESTION,
+    SUPERSEDED,
 )
 
 """How an executor's report starts when it could not do its step (see `EXECUTOR`)."""
@@ -115,6 +119,10 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "not_finished": frozenset({"max_iterations", "executed_steps", "plan"}),
     "no_progress": frozenset({"step", "times", "executed_steps", "plan"}),
     "no_decision": frozenset({"problem", "executed_steps", "plan"}),
+    "no_plan": frozenset({"problem"}),
+    "superseded": frozenset(),
+    "planner_earlier": frozenset({"executed_steps", "next"}),
+    "replanner_earlier": frozenset({"exchanges"}),
     "step_unfinished": frozenset({"max_steps", "progress"}),
     "step_cut_off": frozenset({"max_tokens", "text", "progress"}),
     "step_no_report": frozenset({"progress"}),
@@ -165,6 +173,10 @@ class Prompts:
     not_finished: str = NOT_FINISHED
     no_progress: str = NO_PROGRESS
     no_decision: str = NO_DECISION
+    no_plan: str = NO_PLAN
+    superseded: str = SUPERSEDED
+    planner_earlier: str = PLANNER_EARLIER
+    replanner_earlier: str = REPLANNER_EARLIER
     step_unfinished: str = STEP_UNFINISHED
     step_cut_off: str = STEP_CUT_OFF
     step_no_report: str = STEP_NO_REPORT

@@ -47,3 +47,11 @@ PLAN_STEPS = (
     "positions of earlier items whose results it needs; an empty list starts it at once)."
 )
 PLAN_STEPS_TOOLS = "The steps: tool steps, text steps, or plain strings."
+
+PLANNER_EARLIER = """Results of the steps behind this answer, by number (a step of the next plan \
+may name them in `depends_on`, or as "$N" in a tool step's args):
+{executed_steps}
+
+Number the steps of the next plan from {next}."""
+"""What the planner is shown after the last answer of the conversation, when the turn it ended
+carried out steps."""

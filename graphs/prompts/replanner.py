@@ -60,3 +60,9 @@ still missing, or respond.
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user."
 RESPOND_NOTE = "One short sentence saying that the objective is met."
+
+REPLANNER_EARLIER = """
+
+Earlier in this conversation:
+{exchanges}"""
+"""What follows the objective in the replanner's briefing on a follow-up turn."""

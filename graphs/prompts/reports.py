@@ -35,3 +35,7 @@ REVIEW_QUESTION = """Approve this plan? Answer "approve", "reject", or an edited
 steps than the one before it)."""
 
 REJECTED = """The plan was rejected at review, so nothing was carried out.{reason}"""
+
+NO_PLAN = """The objective was not started: the model gave no usable plan ({problem})."""
+
+SUPERSEDED = """The objective was left unfinished: a new message came before it was done."""

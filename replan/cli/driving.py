@@ -22,11 +22,12 @@ from replan.cli.outcome import report
 from replan.cli.output import ExitCode
 from replan.cli.pricing import run_pricing
 from replan.cli.progress import ProgressPrinter
-from replan.cli.retry_log import model_retries_shown
 from replan.cli.review import ask_review
 from replan.cli.stored_runs import resume_hint
 from replan.graphs.context import Context
 from replan.graphs.errors import ReplanError
+from replan.graphs.graph_state import reviewed_steps
+from replan.graphs.model.http_client import model_retries_reported
 
 StreamEvent = tuple[tuple[str, ...], str, Any]
 """(namespace, mode, chunk) of `astream(..., stream_mode=[...], subgraphs=True)`."""
@@ -64,7 +65,7 @@ async def _tick(printer: ProgressPrinter) -> None:
 
 async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
     """Stream the run until it ends or pauses, showing its progress."""
-    with _display(run.args.quiet) as display, model_retries_shown(printer):
+    with _display(run.args.quiet) as display, model_retries_reported(printer.model_retry):
         printer.display = display
         ticker = asyncio.create_task(_tick(printer))
         try:
@@ -102,7 +103,7 @@ async def drive(run: Run, payload: Any) -> ExitCode:
             snapshot = await run.graph.aget_state(run.config)
             if not snapshot.interrupts or not sys.stdin.isatty():
                 break
-            answer = ask_review(snapshot.interrupts[0].value["plan"])
+            answer = ask_review(reviewed_steps(snapshot.interrupts[0].value))
             if answer is None:
                 break
             payload = Command(resume=answer)

@@ -28,7 +28,13 @@ class ExitCode(IntEnum):
             "(check: runs cannot work there)"
         ),
     )
-    USAGE = 2, "usage error: bad option or objective, thread id in use, no plan awaiting approval"
+    USAGE = (
+        2,
+        (
+            "usage error: bad option or objective, a follow-up to a thread that has not ended, no "
+            "plan awaiting approval"
+        ),
+    )
     MODEL_UNAVAILABLE = 3, "model unavailable: no API key, server unreachable, too slow or failing"
     AWAITING_APPROVAL = 4, "the plan waits for approval and there is no terminal to ask on"
     NO_SUCH_RUN = 5, "no such run: no database file, unknown thread id"
@@ -73,3 +79,12 @@ def emit(text: str) -> None:
 def one_line(text: str) -> str:
     """`text` with its whitespace (newlines too) folded to single spaces."""
     return " ".join(text.split())
+
+
+SNIPPET_CHARS = 60
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first non-blank line of `text`, cut to `limit` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

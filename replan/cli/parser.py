@@ -27,6 +27,7 @@ from replan.graphs.context import (
     MAX_REPLY_TOKENS,
     REPLAN_MODES,
     TASK_TOOLS_CHOICES,
+    TOOL_ERRORS_CHOICES,
     TOOL_STEPS_CHOICES,
     Context,
     check_price,
@@ -209,6 +210,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         choices=TOOL_STEPS_CHOICES,
         help="let plans call the run's own tools directly, with no model call (auto, default: "
         "whenever the run has tools of its own) or never (off)",
+    )
+    group.add_argument(
+        "--tool-errors",
+        choices=TOOL_ERRORS_CHOICES,
+        help="what an exception raised by one of the run's own tools does: becomes that "
+        "call's error result, which the model reads and the replanner can work around "
+        f"(report, default: {_field_default('tool_errors')}), or ends the run (raise)",
     )
     group.add_argument(
         "--decision-mode",

@@ -1,7 +1,8 @@
 """Live progress of a run on stderr: what each running node is doing, as it happens.
 
 `ProgressPrinter` reads the graph's stream (`astream(..., stream_mode=["updates", "tasks",
-"custom"], subgraphs=True)`) and the model client's retry log, and keeps one *lane* per running
+"custom"], subgraphs=True)`) and the model requests' retries (`model_retry`, given to
+`replan.graphs.model.http_client.model_retries_reported`), and keeps one *lane* per running
 node: the planner, each executor step (several at once when a plan runs steps side by side),
 the replanner, the answer. A lane shows its tool calls with short arguments, task-list changes,
 model retries ("HTTP 500, retrying in 2 s"), how long it has waited for the model, and its
@@ -10,8 +11,7 @@ refused it, or the model's replies kept carrying no decision).
 The tokens used so far (and their cost, with a price) come from the `usage` of the nodes'
 updates: each finished node's, plus the model turns of the steps still running.
 
-The lanes are drawn by a display (`replan.cli.display`); the retries come from
-`replan.cli.retry_log`.
+The lanes are drawn by a display (`replan.cli.display`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Overwrite
 
 from replan.cli.display import Display, Lane
+from replan.cli.output import first_line
 from replan.cli.pricing import Pricing, cost, dollars_text
-from replan.cli.summary import fallback_line, first_line
+from replan.cli.summary import fallback_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
 from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
+from replan.graphs.model.http_client import ModelRetry
 from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan.tool_steps import format_call, tool_step_line
 from replan.graphs.plan.views import format_plan
@@ -84,8 +87,8 @@ def _updates(update: Any) -> list[dict[str, Any]]:
     none: a `Command` that only routes)."""
     if update is None:
         return [{}]
-    if isinstance(update, dict):
-        return [update]
+    if isinstance(update, dict):  # a value that bypasses its channel's reducer, as written
+        return [{k: v.value if isinstance(v, Overwrite) else v for k, v in update.items()}]
     if isinstance(update, list | tuple):
         return [item for item in update if isinstance(item, dict)]
     return []
@@ -159,9 +162,13 @@ class ProgressPrinter:
         """Bring waiting times up to date (call it every `TICK_SECONDS`)."""
         self.display.tick(self._open(), self.clock())
 
-    def model_retry(self, lane_key: str | None, text: str) -> None:
-        """The model client is retrying a request of `lane_key`'s node."""
-        lane = self.lanes.get(lane_key or "")
+    def model_retry(self, retry: ModelRetry) -> None:
+        """A model request of a node is about to be sent again (`model_retries_reported`)."""
+        text = (
+            f"{retry.reason}, retrying in {retry.seconds:.2g} s "
+            f"(retry {retry.retry} of {retry.retries})"
+        )
+        lane = self.lanes.get(retry.namespace.split("|")[0])
         if lane is None:
             self.display.note(f"model: {text}")
         else:

@@ -19,14 +19,19 @@ from langgraph.types import Command, StateSnapshot
 from replan.cli.driving import Run, drive
 from replan.cli.output import CliError, ExitCode, say
 from replan.cli.run_settings import run_context, settings_to_store, stored_tools
-from replan.cli.stored_runs import resume_hint, thread_config
-from replan.cli.summary import run_status
+from replan.cli.stored_runs import reading_graph, resume_hint, thread_config
+from replan.cli.summary import is_finished, run_status
 from replan.cli.tool_loading import ToolLoadingError, load_tools, stored_reference
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.graph_state import effective_mode
 from replan.graphs.model.client import require_api_key
-from replan.graphs.persistence import STARTED_KEY, open_checkpointer, run_metadata
+from replan.graphs.persistence import (
+    STARTED_KEY,
+    database_exists,
+    open_checkpointer,
+    run_metadata,
+)
 from replan.graphs.plan_execute import build_plan_execute_graph
 
 
@@ -61,21 +66,45 @@ def _require_model_access() -> None:
 
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
-    """Start a new run of the objective on a fresh (or given, unused) thread id; a run that
-    is refused before it could start (no API key) stores nothing."""
-    context = run_context(args, {})
-    _require_model_access()
-    tools, reference = _tools(args, {})
-    async with open_checkpointer(args.db) as saver:
-        if await saver.aget_tuple(thread_config(args.thread_id)) is not None:
+    """Start a new run of the objective on a fresh thread id, or a follow-up turn on a thread
+    whose last turn ended (with the thread's settings and tools, options given now overriding
+    them); a run that is refused before it could start (no API key) stores nothing."""
+    metadata, snapshot = await _thread_so_far(args)
+    context = run_context(args, metadata)
+    turn = 1
+    if snapshot is not None:
+        if not is_finished(snapshot):
             raise CliError(
                 ExitCode.USAGE,
-                f"thread {args.thread_id} already exists; continue it with: {resume_hint(args)}",
+                f"thread {args.thread_id} has not ended ({run_status(snapshot).text()}): "
+                f"continue it with: {resume_hint(args)}; a follow-up can start once it ends",
             )
-        metadata = run_metadata(settings_to_store(context, reference), _now())
-        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, metadata))
-        run.announce = f"Thread {args.thread_id} (resume with: {resume_hint(args)})"
+        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+        context = replace(context, decision_mode=mode)
+        turn = len(snapshot.values.get("turns", [])) + 2
+    _require_model_access()
+    tools, reference = _tools(args, metadata)
+    started = metadata.get(STARTED_KEY) if snapshot is not None else _now()
+    settings = run_metadata(settings_to_store(context, reference), started)
+    async with open_checkpointer(args.db) as saver:
+        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, settings))
+        follow_up = f", turn {turn}" if turn > 1 else ""
+        run.announce = f"Thread {args.thread_id}{follow_up} (resume with: {resume_hint(args)})"
         return await drive(run, {"messages": [HumanMessage(args.objective_text)]})
+
+
+async def _thread_so_far(args: argparse.Namespace) -> tuple[dict[str, Any], StateSnapshot | None]:
+    """The stored metadata and state of the thread `run` was given, if it exists (read without
+    creating the database)."""
+    if not database_exists(args.db):
+        return {}, None
+    async with open_checkpointer(args.db, read_only=True) as saver:
+        stored = await saver.aget_tuple(thread_config(args.thread_id))
+        if stored is None:
+            return {}, None
+        return dict(stored.metadata), await reading_graph(saver).aget_state(
+            thread_config(args.thread_id)
+        )
 
 
 async def continue_run(

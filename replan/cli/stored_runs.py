@@ -28,7 +28,9 @@ from replan.graphs.graph_state import (
     EXECUTOR,
     PLANNER,
     REPLANNER,
+    REPLY,
     REVIEW,
+    START_TURN,
     PlanExecuteInput,
     PlanExecuteOutput,
     PlanExecuteState,
@@ -41,7 +43,7 @@ from replan.graphs.persistence import (
     stored_thread_ids,
 )
 
-NODES = (PLANNER, REVIEW, EXECUTOR, REPLANNER, ANSWER)
+NODES = (START_TURN, PLANNER, REVIEW, EXECUTOR, REPLANNER, ANSWER, REPLY)
 """The nodes of `build_plan_execute_graph`'s graph."""
 
 
@@ -56,7 +58,7 @@ def reading_graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, An
     )
     for name in NODES:
         builder.add_node(name, _never_run)
-    builder.add_edge(START, PLANNER)
+    builder.add_edge(START, START_TURN)
     return builder.compile(checkpointer=saver)
 
 

@@ -15,17 +15,24 @@ from typing import Any, Literal, cast
 
 from langgraph.types import StateSnapshot
 
-from replan.cli.pricing import Pricing, cost, dollars_text, run_pricing
+from replan.cli.output import SNIPPET_CHARS, first_line
+from replan.cli.pricing import Pricing, run_pricing
+from replan.cli.usage_report import tally_json, usage_report, usage_summary
 from replan.graphs.context import Bounds
-from replan.graphs.conversation import objective_text
-from replan.graphs.graph_state import ANSWER, DecisionFallback, PlanExecuteState, effective_mode
+from replan.graphs.conversation import turn_objective
+from replan.graphs.graph_state import (
+    DecisionFallback,
+    PlanExecuteState,
+    Turn,
+    effective_mode,
+    review_summary,
+)
 from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan.scheduling import steps_left
 from replan.graphs.plan.views import format_executed_steps, format_plan
 from replan.state import TaskContext, format_task_list
-from replan.state.usage import TOKEN_FIELDS, RunUsage, tally_text, tokens_known, total_tally
+from replan.state.usage import tally_text, total_tally
 
-SNIPPET_CHARS = 60
 State = Literal[
     "finished", "not_finished", "rejected", "waiting_for_approval", "failed", "interrupted"
 ]
@@ -151,101 +158,10 @@ def _tasks(snapshot: StateSnapshot) -> TaskContext:
     return snapshot.values.get("tasks_context") or TaskContext()
 
 
-NODE_ORDER = ("planner", "executor", "replanner", ANSWER)
-"""How usage lists the nodes that call the model (others follow by name)."""
-
-
 def run_prices(snapshot: StateSnapshot, given: Mapping[str, float] | None = None) -> Pricing | None:
     """The price for the run's cost: `given` (`price_in`, `price_out` from the command line),
     else the run's stored settings (its own prices, or its model's list price)."""
     return run_pricing({**(stored_settings(snapshot.metadata) or {}), **(given or {})})
-
-
-def _tally_json(tally: Mapping[str, Any], pricing: Pricing | None) -> dict[str, Any]:
-    """A tally for scripts: token counts are null when no call reported them, and with a
-    price, `cost_usd` (null when unknown)."""
-    known = tokens_known(tally)
-    document: dict[str, Any] = {
-        "calls": tally["calls"],
-        "no_usage": tally["no_usage"],
-        **{name: tally[name] if known else None for name in TOKEN_FIELDS},
-    }
-    if pricing is not None:
-        document["cost_usd"] = cost(tally, pricing.price)
-    return document
-
-
-def _nodes(usage: RunUsage) -> list[str]:
-    names = list(usage.get("nodes") or {})
-    return sorted(names, key=lambda n: (NODE_ORDER.index(n) if n in NODE_ORDER else 99, n))
-
-
-def _step_keys(usage: RunUsage) -> list[str]:
-    return sorted(usage.get("steps") or {}, key=lambda key: (len(key), key))
-
-
-def _step_texts(values: PlanExecuteState) -> dict[str, str]:
-    """The text of every step of the run, by step id as a string."""
-    steps = [*values.get("plan", []), *values.get("executed_steps", [])]
-    return {str(step["id"]): step["step"] for step in steps if "id" in step}
-
-
-def usage_summary(values: PlanExecuteState, pricing: Pricing | None) -> dict[str, Any]:
-    """The run's usage for scripts: `total`, per `nodes` and per `steps` (by step id, with the
-    step's text), and the `pricing` used (null without one)."""
-    usage = values.get("usage") or RunUsage()
-    steps, texts = usage.get("steps") or {}, _step_texts(values)
-    nodes = usage.get("nodes") or {}
-    return {
-        "total": _tally_json(total_tally(usage), pricing),
-        "nodes": {node: _tally_json(nodes[node], pricing) for node in _nodes(usage)},
-        "steps": {
-            key: {"step": texts.get(key, ""), **_tally_json(steps[key], pricing)}
-            for key in _step_keys(usage)
-        },
-        "pricing": None
-        if pricing is None
-        else {
-            "source": pricing.source,
-            "input_per_million": pricing.price.input,
-            "cached_input_per_million": pricing.price.cached_input,
-            "output_per_million": pricing.price.output,
-        },
-    }
-
-
-def _usage_line(label: str, tally: Mapping[str, Any], pricing: Pricing | None) -> str:
-    text = f"{label}: {tally_text(tally)}"
-    if pricing is not None:
-        text += f"; cost {dollars_text(cost(tally, pricing.price), tally)}"
-    return text
-
-
-def usage_report(values: PlanExecuteState, pricing: Pricing | None) -> str:
-    """The run's usage for people: the total (and its cost with a price), then each node, the
-    executor's line followed by one per step; "unknown" where tokens were not reported."""
-    usage = values.get("usage") or RunUsage()
-    texts = _step_texts(values)
-    total = total_tally(usage)
-    if not total["calls"]:
-        return "no model calls recorded"
-    lines = [_usage_line("total", total, pricing)]
-    if pricing is not None:
-        lines[0] += f" ({pricing.source})"
-    steps = usage.get("steps") or {}
-    for node in _nodes(usage):
-        lines.append(_usage_line(node, (usage.get("nodes") or {})[node], pricing))
-        if node == "executor":
-            lines += [
-                "  "
-                + _usage_line(
-                    f"step {key} ({first_line(texts.get(key, ''), SNIPPET_CHARS)})",
-                    steps[key],
-                    pricing,
-                )
-                for key in _step_keys(usage)
-            ]
-    return "\n".join(lines)
 
 
 def summarize(
@@ -262,24 +178,27 @@ def summarize(
     values = cast(PlanExecuteState, snapshot.values)
     status = run_status(snapshot)
     errors = [vars(error) for error in status.errors]
+    pricing = run_prices(snapshot, prices)
     if failure is not None and not errors:
         status = Status("failed", status.nodes)
         errors = [vars(RunError.of("", failure))]
-    review = snapshot.interrupts[0].value if snapshot.interrupts else None
+    review = review_summary(snapshot.interrupts[0].value) if snapshot.interrupts else None
     return {
         "thread_id": thread_id,
         "status": status.state,
         "stop_reason": status.stop_reason,
         "nodes": list(status.nodes),
-        "objective": objective_text(values.get("messages", [])),
+        "objective": turn_objective(values),
         "plan": [] if status.state == "rejected" else steps_left(values),
         "executed_steps": [dict(done) for done in values.get("executed_steps", [])],
         "tasks": [task.model_dump(mode="json") for task in _tasks(snapshot).sorted_tasks()],
         "response": values.get("response", ""),
+        "turn": len(values.get("turns", [])) + 1,
+        "turns": [turn_summary(turn, pricing) for turn in values.get("turns", [])],
         "recovered_calls": values.get("recovered_calls", 0),
         "corrected_mistakes": values.get("corrected_mistakes", 0),
         "reused_calls": values.get("reused_calls", 0),
-        "usage": usage_summary(values, run_prices(snapshot, prices)),
+        "usage": usage_summary(values, pricing),
         "review": review,
         "error": errors[0] if errors else None,
         "settings": run_settings(snapshot),
@@ -291,12 +210,6 @@ def summarize(
 
 def _indent(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
-
-
-def first_line(text: str, limit: int) -> str:
-    """The first non-blank line of `text`, cut to `limit` characters."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def local_time(timestamp: str | None) -> str:
@@ -327,8 +240,12 @@ def describe_run(
     if record := values.get("decision_mode"):
         lines = "\n".join(fallback_line(fallback) for fallback in record["fallbacks"])
         parts.append(f"Decisions asked as {record['mode']}:\n{_indent(lines)}")
+    if earlier := values.get("turns"):
+        lines = "\n".join(_turn_line(number, turn) for number, turn in enumerate(earlier, 1))
+        parts.append(f"Earlier turns:\n{_indent(lines)}")
+        parts.append(f"Turn {len(earlier) + 1}:")
     parts += [
-        f"Objective:\n{_indent(objective_text(values.get('messages', [])))}",
+        f"Objective:\n{_indent(turn_objective(values))}",
         f"Executed steps:\n{_indent(format_executed_steps(values.get('executed_steps', [])))}",
         _plan_part(status, values),
         f"Tasks:\n{_indent(format_task_list(_tasks(snapshot), empty='(none)'))}",
@@ -344,6 +261,29 @@ def describe_run(
         title = "Answer" if status.state == "finished" else "Report"
         parts.append(f"{title}:\n{_indent(values['response'])}")
     return "\n".join(parts)
+
+
+def _turn_line(number: int, turn: Turn) -> str:
+    """One earlier turn for people: its objective, how it ended, its steps and model calls."""
+    ended = f"not finished ({turn['stop_reason']})" if turn["stop_reason"] else "answered"
+    steps = len(turn["executed_steps"])
+    return (
+        f"{number}. {first_line(turn['objective'], SNIPPET_CHARS)} — {ended}, "
+        f"{steps} step{'s' * (steps != 1)}, {tally_text(total_tally(turn['usage']))}: "
+        f"{first_line(turn['response'], SNIPPET_CHARS)}"
+    )
+
+
+def turn_summary(turn: Turn, pricing: Pricing | None) -> dict[str, Any]:
+    """An earlier turn for scripts."""
+    return {
+        "objective": turn["objective"],
+        "stop_reason": turn["stop_reason"],
+        "response": turn["response"],
+        "executed_steps": [dict(done) for done in turn["executed_steps"]],
+        "plan": list(turn["plan"]),
+        "usage": tally_json(total_tally(turn["usage"]), pricing),
+    }
 
 
 def _plan_part(status: Status, values: PlanExecuteState) -> str:
@@ -364,7 +304,7 @@ def threads_table(runs: list[tuple[str, StateSnapshot]]) -> str:
             thread_id,
             run_status(snapshot).text(),
             local_time(snapshot.created_at),
-            first_line(objective_text(snapshot.values.get("messages", [])), SNIPPET_CHARS),
+            first_line(turn_objective(cast(PlanExecuteState, snapshot.values)), SNIPPET_CHARS),
         )
         for thread_id, snapshot in runs
     ]

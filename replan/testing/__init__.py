@@ -19,18 +19,20 @@ presets: refused tool choices, calls written as text, ignored `tool_choice`...).
 complete scripted model for replan's own graph ("ship it in 3 steps").
 """
 
-from replan.testing.server import (
-    BROKEN_REPLIES,
+from replan.testing.quirks import (
     LLAMA_CPP,
     LLAMA_CPP_PYTHON,
-    MODEL_ID,
     OLLAMA,
+    PRESETS,
     RUN_ON_CONTEXT_TOKENS,
     CallsAsText,
     Quirks,
+)
+from replan.testing.replies import (
+    BROKEN_REPLIES,
+    MODEL_ID,
     Reply,
     Responder,
-    ScriptedOpenAIServer,
     ToolCallSpec,
     http_error,
     raw,
@@ -40,6 +42,7 @@ from replan.testing.server import (
     tool_call,
     tool_calls,
 )
+from replan.testing.server import ScriptedOpenAIServer
 
 __all__ = [
     "BROKEN_REPLIES",
@@ -47,6 +50,7 @@ __all__ = [
     "LLAMA_CPP_PYTHON",
     "MODEL_ID",
     "OLLAMA",
+    "PRESETS",
     "RUN_ON_CONTEXT_TOKENS",
     "CallsAsText",
     "Quirks",

@@ -1,6 +1,6 @@
-"""`python -m replan.testing --port-file F --responder module:function`: the scripted server as
-its own process (see `replan.testing.server.main`)."""
+"""`python -m replan.testing`: the scripted server as its own process
+(`replan.testing.command.main`)."""
 
-from replan.testing.server import main
+from replan.testing.command import main
 
 main()

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replan.testing.replies import Reply, Responder, text, tool_call
 from replan.testing.requests import (
     asked_fields,
     first_param,
@@ -40,11 +41,12 @@ from replan.testing.requests import (
     prompt_text,
     tool_names,
 )
-from replan.testing.server import Reply, Responder, text, tool_call
 
 DEFAULT_STEPS = 3
 _STEP = re.compile(r"Step (\d+) of (\d+) \[([a-z0-9 ]*)\]")
 _RESULT = re.compile(r"RESULT (\d+)/(\d+)")
+_EARLIER = re.compile(r"Earlier in this conversation:.*?(?=\n# |\Z)", re.S)
+"""What a follow-up's replanner is shown of earlier turns (their answers repeat markers)."""
 _STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
 ROLES = ("planner", "executor", "replanner", "answer")
 FILLER = " The details of this step are written out here at length."
@@ -74,7 +76,8 @@ def dependencies(shape: str, total: int) -> list[list[int]] | None:
 
 
 def _done(prompt: str) -> set[int]:
-    return {int(match[0]) for match in _RESULT.findall(prompt)}
+    """The steps whose result the prompt shows (not the markers earlier answers repeat)."""
+    return {int(match[0]) for match in _RESULT.findall(_EARLIER.sub("", prompt))}
 
 
 def _plan_shape(prompt: str) -> tuple[int, str] | None:

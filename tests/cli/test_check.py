@@ -4,8 +4,12 @@ settings it suggests, its exit codes and its JSON; and a run with the suggested 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +33,10 @@ from replan.testing import (
     Quirks,
     Reply,
     ScriptedOpenAIServer,
+    cooperative,
     http_error,
     text,
 )
-from replan.testing import plan_script as script
-from tests.support import check_script
 from tests.support.cli_harness import Outcome, invoke, run_cli
 
 DEFAULT = Quirks()
@@ -133,7 +136,7 @@ def test_the_table_shows_what_each_server_does_and_the_mode_to_use(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], preset: str
 ) -> None:
     quirks, expected, mode = EXPECTED[preset]
-    with ScriptedOpenAIServer(check_script.respond, quirks=quirks) as server:
+    with ScriptedOpenAIServer(cooperative.respond, quirks=quirks) as server:
         outcome = _check(capsys, server)
         requests = server.requests
 
@@ -174,7 +177,7 @@ def test_the_table_shows_what_each_server_does_and_the_mode_to_use(
 def test_the_decision_probes_are_the_requests_runs_send(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with ScriptedOpenAIServer(check_script.respond) as server:
+    with ScriptedOpenAIServer(cooperative.respond) as server:
         assert _check(capsys, server).code == ExitCode.OK
         requests: dict[str, dict[str, Any]] = dict(zip(PROBES, server.requests, strict=True))
 
@@ -203,7 +206,7 @@ def test_the_decision_probes_are_the_requests_runs_send(
 def test_calls_written_in_tags_are_recovered(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with ScriptedOpenAIServer(check_script.respond, quirks=TAGGED) as server:
+    with ScriptedOpenAIServer(cooperative.respond, quirks=TAGGED) as server:
         outcome = _check(capsys, server)
     rows = _rows(outcome.out)
     assert outcome.code == ExitCode.OK
@@ -215,7 +218,7 @@ def test_calls_written_in_tags_are_recovered(
 def test_json_is_one_document_with_the_report(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with ScriptedOpenAIServer(check_script.respond, quirks=LLAMA_CPP_PYTHON) as server:
+    with ScriptedOpenAIServer(cooperative.respond, quirks=LLAMA_CPP_PYTHON) as server:
         outcome = _check(capsys, server, "--json", "--quiet")
     document: dict[str, Any] = json.loads(outcome.out)
 
@@ -311,7 +314,7 @@ def test_a_server_too_slow_for_the_timeout_is_unavailable(
 def test_bad_input_is_one_line_with_its_exit_code(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with ScriptedOpenAIServer(check_script.respond) as server:
+    with ScriptedOpenAIServer(cooperative.respond) as server:
         env.delenv("OPENAI_API_KEY")
         no_key = _check(capsys, server)
         asked = len(server.requests)
@@ -328,7 +331,7 @@ def test_bad_input_is_one_line_with_its_exit_code(
 def test_the_model_not_listed_is_a_note(
     env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with ScriptedOpenAIServer(check_script.respond) as server:
+    with ScriptedOpenAIServer(cooperative.respond) as server:
         outcome = _check(capsys, server, "--model", "qwen")
     assert outcome.code == ExitCode.OK
     assert _rows(outcome.out)["model listed"] == f"no (GET /models lists: {MODEL_ID})"
@@ -336,7 +339,7 @@ def test_the_model_not_listed_is_a_note(
 
 
 def test_reply_limits_too_long_for_the_timeout_are_a_note(env: pytest.MonkeyPatch) -> None:
-    with ScriptedOpenAIServer(check_script.respond) as server:
+    with ScriptedOpenAIServer(cooperative.respond) as server:
         context = Context(base_url=server.base_url, timeout=1.0, executor_max_tokens=10**6)
         report = check_server(context)
     assert report.usable
@@ -362,35 +365,58 @@ def test_the_first_honoured_mode_is_chosen_else_one_written_as_text() -> None:
     assert chosen_mode(dict.fromkeys(modes, "skipped")) is None
 
 
-def _check_then_run(request: dict[str, Any]) -> Reply:
-    """The check's probes answered as `check_script` does, a run's requests as `script` does."""
-    if request.get("max_tokens") == CHECK_MAX_TOKENS:
-        return check_script.respond(request)
-    return script.respond(request)
+SERVERS: dict[str | None, tuple[dict[str, str], str]] = {
+    None: (dict.fromkeys(["tool_required", "tool_named", "json_schema", "json_object"],
+                         "honoured"), "tool_required"),
+    "llama-server": ({"tool_required": "as_text", "tool_named": "ignored",
+                      "json_schema": "honoured", "json_object": "honoured"}, "json_schema"),
+    "llama-cpp-python": ({"tool_required": "refused", "tool_named": "honoured",
+                          "json_schema": "refused", "json_object": "honoured"}, "tool_named"),
+    "ollama": ({"tool_required": "honoured", "tool_named": "ignored",
+                "json_schema": "honoured", "json_object": "honoured"}, "tool_required"),
+}  # fmt: skip
+"""What `replan check` found on each real server (docs/benchmarks.md, DESIGN.md), and the
+decision mode it suggests there; None: an OpenAI-like server."""
+
+
+@contextmanager
+def served(*args: str) -> Iterator[str]:
+    """`python -m replan.testing ARGS` in its own process; yields the base URL it says."""
+    command = [sys.executable, "-m", "replan.testing", *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        said = process.stdout.readline()
+        match = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", said)
+        assert match, said
+        yield match[1]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "quirks", [LLAMA_CPP_PYTHON, LLAMA_CPP, OLLAMA], ids=["llama-cpp-python", "llama.cpp", "ollama"]
-)
-def test_a_run_with_the_suggested_settings_asks_no_refused_mode(
-    tmp_path: Path, quirks: Quirks
+@pytest.mark.parametrize("preset", list(SERVERS), ids=lambda preset: preset or "openai-like")
+def test_check_and_a_run_on_the_scripted_server_of_each_preset(
+    tmp_path: Path, preset: str | None
 ) -> None:
-    with ScriptedOpenAIServer(_check_then_run, quirks=quirks) as server:
-        checked = run_cli(server, tmp_path, "check", "--model", MODEL_ID, "--json")
+    modes, suggested = SERVERS[preset]
+    with served(*(["--preset", preset] if preset else [])) as url:
+        server = ["--base-url", url, "--model", MODEL_ID]
+        checked = run_cli(None, tmp_path, "check", *server, "--json", "--quiet")
         report = json.loads(checked.out)
         mode = report["settings"]["decision_mode"]
-        before = len(server.requests)
-        ran = run_cli(server, tmp_path, "run", "Ship it in 2 steps", "--decision-mode", mode)
-        statuses = [usage is not None for _, usage in server.usages[before:]]
+        ran = run_cli(None, tmp_path, "run", "Ship it in 2 steps", *server, "--decision-mode", mode)
+
     assert checked.code == ExitCode.OK, checked.err
+    assert (report["usable"], report["modes"], mode) == (True, modes, suggested)
     assert ran.code == ExitCode.OK, ran.err
+    assert "All 2 steps of [ship it in 2 steps] are done" in ran.out
     assert "refused" not in ran.err
-    assert statuses and all(statuses)
 
 
 def test_the_report_type_is_what_the_module_returns(env: pytest.MonkeyPatch) -> None:
-    with ScriptedOpenAIServer(check_script.respond, quirks=OLLAMA) as server:
+    with ScriptedOpenAIServer(cooperative.respond, quirks=OLLAMA) as server:
         report = check_server(Context(base_url=server.base_url))
     assert isinstance(report, ServerReport)
     assert report.modes["tool_named"] == "ignored"

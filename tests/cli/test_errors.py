@@ -302,11 +302,6 @@ def test_unknown_runs_and_misplaced_answers(stored: Path) -> None:
         "replan: no database at gone.sqlite",
     )
     assert_error(
-        run_cli(None, stored, "run", "Again", "--thread-id", "done"),
-        ExitCode.USAGE,
-        "replan: thread done already exists; continue it with: replan resume --thread-id done",
-    )
-    assert_error(
         run_cli(None, stored, "resume", "--thread-id", "done", "--approve"),
         ExitCode.USAGE,
         re.escape("replan: thread done has no plan waiting for approval (it has ended)"),

@@ -63,12 +63,14 @@ async def _stop_mid_wave(db: Path, gate: Gate) -> None:
 
 @pytest.fixture
 def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """replan.sqlite in `tmp_path` (the current folder) with one run of each kind."""
+    """replan.sqlite in `tmp_path` (the current folder) with one run of each kind (`done` has
+    two turns)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         assert invoke_quiet("run", "Done in 2 steps", "--thread-id", "done") == 0
+        assert invoke_quiet("run", "Then in 2 steps", "--thread-id", "done") == 0  # turn 2
         assert (
             invoke_quiet("run", "Wait in 2 steps", "--thread-id", "waiting", "--approve-plan") == 4
         )

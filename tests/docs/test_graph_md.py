@@ -10,8 +10,10 @@ import pytest
 
 from replan.graphs.context import Context
 from replan.graphs.model import client as model_factory
-from replan.testing import ScriptedOpenAIServer
+from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
+from replan.testing import text as said
+from replan.testing.requests import tool_names
 from tests.support.fake_models import FakeChatModel, call, plan, respond, text
 from tests.support.readme import doc, python_blocks
 
@@ -71,3 +73,52 @@ def test_the_graph_runs_as_a_subgraph_pausing_for_approval(
     assert roles.count("planner") == 1  # the resume ran the approved plan, no new one
     final = namespace["app"].get_state(namespace["config"])
     assert final.next == () and final.values["response"] == ANSWER
+
+
+ANNOUNCE = script.step_text(2, 2, "now announce it in 2")
+
+
+def test_a_conversation_on_a_thread_runs_as_written(
+    model: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (code,) = python_blocks("Conversations", GRAPH)
+    exec(compile(code, f"{GRAPH}:conversation", "exec", dont_inherit=True), {"__name__": "chat"})
+
+    kinds, last, first = capsys.readouterr().out.splitlines()
+    assert kinds == str(["human", "ai", "human", "ai"])
+    assert last.startswith("All 2 steps of [now announce it in 2] are done")
+    assert first == "Ship the 2.0 release -> 3 steps"
+
+
+def test_the_graph_as_a_tool_of_create_agent_answers_its_task(
+    model: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def assistant_or_replan(request: dict[str, Any]) -> Reply:
+        names = tool_names(request)
+        if "plan_and_execute" not in names:
+            return script.respond(request)  # replan's own requests
+        result = next((m for m in request["messages"] if m["role"] == "tool"), None)
+        if result is None:
+            return tool_call("plan_and_execute", {"task": "Ship the 2.0 release"})
+        return said(f"Done: {result['content']}")
+
+    model.responder = assistant_or_replan
+    (code,) = python_blocks("Inside other agents", GRAPH)[:1]
+    exec(compile(code, f"{GRAPH}:subagent", "exec", dont_inherit=True), {"__name__": "subagent"})
+
+    assert capsys.readouterr().out.strip() == f"Done: {ANSWER}"
+    replans = [r for r in model.requests if "plan_and_execute" not in tool_names(r)]
+    assert script.executor_steps(replans) == [1, 2, 3]
+
+
+def test_the_graph_as_a_node_of_a_chat_graph_adds_only_its_answers(
+    model: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = python_blocks("Inside other agents", GRAPH)[1]
+    exec(compile(code, f"{GRAPH}:node", "exec", dont_inherit=True), {"__name__": "parent"})
+
+    assert capsys.readouterr().out.strip() == "['messages'] ['human', 'ai', 'human', 'ai']"
+    planners = [r for r in model.requests if script.classify(r).role == "planner"]
+    said = [m["content"] for m in planners[1]["messages"][1:]]
+    assert said[0] == "Ship the 2.0 release" and said[1] == ANSWER  # the answer it follows
+    assert said[2] == "Now announce it in 2 steps"

@@ -34,15 +34,28 @@ def _resume(graph: Any, answer: Any, mode: Mode = "async") -> dict[str, Any]:
     return run(graph, Command(resume=answer), mode, config=CONFIG, context=APPROVE)
 
 
-def test_the_run_pauses_after_planning_and_shows_the_plan() -> None:
+def _asked(shown: dict[str, Any]) -> tuple[list[Any], str]:
+    """The steps and the description of a review pause (LangChain's HITLRequest shape)."""
+    (request,) = shown["action_requests"]
+    assert request["name"] == "plan"
+    return request["args"]["steps"], request["description"]
+
+
+def test_the_run_pauses_after_planning_and_shows_the_plan_as_chat_uis_render_it() -> None:
     graph, model, shown = _paused()
-    assert shown["plan"] == ["draft", "publish"] and "approve" in shown["question"]
+    steps, description = _asked(shown)
+    assert steps == ["draft", "publish"] and "approve" in description.lower()
+    assert shown["review_configs"] == [
+        {"action_name": "plan", "allowed_decisions": ["approve", "edit", "reject"]}
+    ]
     assert graph.get_state(CONFIG).next == ("review_plan",)
     assert model.requests_of("executor") == []
 
 
 @both_modes
-@pytest.mark.parametrize("answer", ["approve", {"action": "approve"}])
+@pytest.mark.parametrize(
+    "answer", ["approve", {"action": "approve"}, {"decisions": [{"type": "approve"}]}]
+)
 def test_approve_runs_the_plan_without_planning_again(answer: Any, mode: Mode) -> None:
     graph, model, _ = _paused(mode)
     result = _resume(graph, answer, mode)
@@ -51,8 +64,19 @@ def test_approve_runs_the_plan_without_planning_again(answer: Any, mode: Mode) -
     assert len(model.requests_of("planner")) == 1
 
 
+def _edit_decision(steps: Any) -> dict[str, Any]:
+    edited = {"name": "plan", "args": {"steps": steps}}
+    return {"decisions": [{"type": "edit", "edited_action": edited}]}
+
+
 @pytest.mark.parametrize(
-    "answer", [["outline", "edit"], {"action": "edit", "steps": ["outline", "edit"]}]
+    "answer",
+    [
+        ["outline", "edit"],
+        {"action": "edit", "steps": ["outline", "edit"]},
+        _edit_decision(["outline", "edit"]),
+        _edit_decision('["outline", "edit"]'),  # as a chat UI's text box sends it
+    ],
 )
 def test_edit_runs_the_edited_plan(answer: Any) -> None:
     graph, model, _ = _paused()
@@ -62,11 +86,19 @@ def test_edit_runs_the_edited_plan(answer: Any) -> None:
 
 
 @both_modes
-def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "reject", "reason": "too vague"},
+        {"decisions": [{"type": "reject", "message": "too vague"}]},
+    ],
+)
+def test_reject_ends_the_turn_with_an_answer_saying_so(answer: Any, mode: Mode) -> None:
     graph, model, _ = _paused(mode)
-    result = _resume(graph, {"action": "reject", "reason": "too vague"}, mode)
+    result = _resume(graph, answer, mode)
     assert "rejected" in result["response"] and "too vague" in result["response"]
     assert result["stop_reason"] == "rejected"
+    assert result["messages"][-1].text == result["response"]
     assert model.requests_of("executor") == []
     assert graph.get_state(CONFIG).next == ()
 
@@ -74,7 +106,7 @@ def test_reject_ends_the_run_with_a_response_saying_so(mode: Mode) -> None:
 ACCEPTED = (
     'Answer "approve", "reject" (or {"action": "reject", "reason": "..."}), or the edited plan: '
     'a list of steps (or {"action": "edit", "steps": [...]}), each a text or {"step": "...", '
-    '"depends_on": [positions of earlier steps]}.'
+    '"depends_on": [positions of earlier steps]}; or with decisions as chat UIs send them.'
 )
 
 
@@ -104,6 +136,15 @@ ACCEPTED = (
             f'The edited plan ["draft", 7] cannot be used: step 2 is not a text or a '
             f'{{"step", "depends_on"}} object. {ACCEPTED}',
         ),
+        (
+            _edit_decision([]),
+            f"The edited plan [] cannot be used: it has no steps. {ACCEPTED}",
+        ),
+        (
+            ['{"step": broken'],
+            'The edited plan ["{\\"step\\": broken"] cannot be used: step 1 looks like a JSON '
+            f"object but is not valid JSON. {ACCEPTED}",
+        ),
     ],
 )
 def test_an_unknown_answer_pauses_again_with_an_error_for_people(
@@ -113,8 +154,9 @@ def test_an_unknown_answer_pauses_again_with_an_error_for_people(
     again = _resume(graph, answer, mode)
 
     (pending,) = again["__interrupt__"]
-    assert pending.value["error"] == error
-    assert pending.value["plan"] == ["draft", "publish"]
+    steps, description = _asked(pending.value)
+    assert description.startswith(error + "\n\n")
+    assert steps == ["draft", "publish"]
     assert model.requests_of("executor") == []
     assert _resume(graph, "approve", mode)["response"] == "finished"
 

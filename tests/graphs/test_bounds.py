@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from replan.graphs.context import MAX_BOUND, Context
-from replan.graphs.errors import PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.support.fake_models import (
     FakeChatModel,
@@ -98,11 +97,9 @@ def test_mistake_retries_for_the_run(retries: int, mistakes: int, succeeds: bool
     )
     graph = build_plan_execute_graph(model, mistake_retries=2)
     context = Context(mistake_retries=retries)
-    if succeeds:
-        assert run(graph, "Objective", context=context)["response"] == "ok"
-    else:
-        with pytest.raises(PlanExecuteError, match="^planner: "):
-            run(graph, "Objective", context=context)
+    result = run(graph, "Objective", context=context)
+    assert (result["response"] == "ok") == succeeds
+    assert (result["stop_reason"] == "no_decision") != succeeds
     assert len(model.requests_of("planner")) == min(retries, mistakes) + 1
 
 

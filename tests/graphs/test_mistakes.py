@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
-from replan.graphs.errors import PlanExecuteError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.support.fake_models import (
     FakeChatModel,
@@ -59,15 +60,26 @@ def test_replanner_retries_with_a_correction_then_succeeds(mistake: str) -> None
 
 
 @both_modes
-def test_planner_gives_up_after_the_retry_bound_naming_node_and_reply(mode: Mode) -> None:
-    model = FakeChatModel(planner=[call("plan", steps=["a", {"step": "b", "depends_on": [2]}])] * 3)
-    with pytest.raises(PlanExecuteError) as caught:
-        run(build_plan_execute_graph(model, mistake_retries=2), "Objective", mode)
+def test_a_planner_past_the_retry_bound_ends_the_turn_not_started_and_the_chat_goes_on(
+    mode: Mode,
+) -> None:
+    model = FakeChatModel(
+        planner=[call("plan", steps=["a", {"step": "b", "depends_on": [2]}])] * 3
+        + [plan("the step")],
+        executor=[text("done")],
+        replanner=[respond("ok")],
+    )
+    graph = build_plan_execute_graph(model, mistake_retries=2, checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "no-plan"}}
+    result = run(graph, "Objective", mode, config=config)
 
     assert len(model.requests_of("planner")) == 3
-    error = caught.value
-    assert error.node == "planner"
-    assert "step 2 depends on itself" in str(error) and "plan(" in str(error)
+    assert result["stop_reason"] == "no_decision"
+    assert result["response"].startswith("The objective was not started: the model gave no usable")
+    assert "step 2 depends on itself" in result["response"]
+    assert result["messages"][-1].text == result["response"]
+    follow_up = run(graph, "Try again", mode, config=config)
+    assert follow_up["response"] == "ok" and follow_up["stop_reason"] == ""
 
 
 def test_a_replanner_past_the_retry_bound_ends_not_finished_with_the_work_done() -> None:

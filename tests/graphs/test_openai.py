@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -81,6 +82,8 @@ def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
     server.responder = lambda _: http_error(500, "down for good", retry_after_ms=1)
     with pytest.raises(Exception, match="down for good"):
         run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=1))
+    sent = Counter(json.dumps(r, sort_keys=True) for r in server.requests)
+    assert set(sent.values()) == {2}  # each request retried once, by replan's HTTP client alone
 
 
 @both_modes

@@ -40,6 +40,12 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
     answer = {"answer": (1, 1)} if ANSWER_CALLS else {}
     assert calls == {"planner": (1, 1), "executor": (2, 2), "replanner": (2, 2), **answer}
     assert {key: step["calls"] for key, step in usage["steps"].items()} == {"1": 1, "2": 1}
+    question, answer = result.pop("messages")
+    assert (question.text, answer.text, answer.name) == (
+        "Add the two numbers",
+        "The sum is 5.",
+        "replan",
+    )
     assert result == {
         "response": "The sum is 5.",
         "plan": [],
@@ -48,6 +54,7 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
             {"id": 2, "step": "add them", "result": "2 + 3 = 5", "status": "done"},
         ],
         "stop_reason": "",
+        "turns": [],
     }
     first, second = model.requests_of("executor")
     assert "Add the two numbers" in first.prompt and "find the numbers" in first.prompt
@@ -159,13 +166,17 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
     )
     chunks = stream(build_plan_execute_graph(model), "Do a then b", mode, stream_mode="updates")
     assert [next(iter(c)) for c in chunks] == [
+        "start_turn",
         "planner",
         "executor",
         "replanner",
         "executor",
         "replanner",
         *["answer"] * ANSWER_CALLS,
+        "reply",
     ]
+    assert chunks.pop(0) == {"start_turn": {"carried_steps": []}}  # a new thread's first turn
+    assert chunks[0]["planner"]["objective"] == "Do a then b"
     assert chunks[0]["planner"]["plan"] == [
         {"id": 1, "step": "a", "depends_on": []},
         {"id": 2, "step": "b", "depends_on": [1]},

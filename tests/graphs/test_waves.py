@@ -13,7 +13,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from replan.graphs.context import Context
-from replan.graphs.errors import PlanExecuteError
+from replan.graphs.graph_state import reviewed_steps
 from replan.graphs.plan.decisions import PlanArgs, accept_plan, plan_tool
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.views import REPLANNER_RESULT_CHARS, format_plan, plan_items
@@ -98,10 +98,11 @@ def test_invalid_dependencies_are_corrected_then_the_plan_runs(mode: Mode) -> No
     assert [done["step"] for done in result["executed_steps"]] == ["a", "b"]
 
 
-def test_dependencies_still_invalid_after_the_retries_stop_the_run() -> None:
+def test_dependencies_still_invalid_after_the_retries_end_the_turn_not_started() -> None:
     model = FakeChatModel(planner=[plan_with(step("a", 1))] * 2)
-    with pytest.raises(PlanExecuteError, match=r"^planner: .*step 1 depends on itself"):
-        run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    result = run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    assert result["stop_reason"] == "no_decision"
+    assert "step 1 depends on itself" in result["response"]
 
 
 def test_a_replanned_step_keeps_its_id_and_the_results_it_was_planned_to_use() -> None:
@@ -244,7 +245,7 @@ def test_review_shows_and_accepts_dependencies(edit: Any, mode: Mode) -> None:
     paused = run(graph, "Decide", mode, config=CONFIG, context=context)
 
     (pending,) = paused["__interrupt__"]
-    assert pending.value["plan"] == ["look", "leap", step("land")]
+    assert reviewed_steps(pending.value) == ["look", "leap", step("land")]
     result = run(graph, Command(resume=edit), mode, config=CONFIG, context=context)
 
     assert result["response"] == "decided"

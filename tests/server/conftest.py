@@ -107,12 +107,13 @@ def cluster_env(database_url: str, redis: str, model: ScriptedOpenAIServer) -> d
 
 @dataclass(frozen=True)
 class Served:
-    """The module's server: its URL, SDK client and database, and the scripted model."""
+    """The module's server: its URL, SDK client and database, the scripted model, its log."""
 
     url: str
     client: SyncLangGraphClient
     database_url: str
     model: ScriptedOpenAIServer
+    log: Path
 
 
 @pytest.fixture(scope="module")
@@ -128,4 +129,5 @@ def aegra_served(
     with aegra.aegra_database(postgres_server) as database_url:
         env = cluster_env(database_url, redis, model)
         with here.server(aegra_command, env, folder / "server.log") as server:
-            yield Served(server.url, get_sync_client(url=server.url), database_url, model)
+            client = get_sync_client(url=server.url)
+            yield Served(server.url, client, database_url, model, server.log)

@@ -102,11 +102,12 @@ def test_studio_graph_has_the_nodes_and_conditional_edges(
 ) -> None:
     drawn = client.assistants.get_graph(assistant_id(client), xray=xray)
     nodes = {node["id"] for node in drawn["nodes"]}
-    assert {"planner", "review_plan", "executor", "replanner"} <= nodes
+    assert {"start_turn", "planner", "review_plan", "executor", "replanner", "reply"} <= nodes
     edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
-    assert ("executor", "replanner", False) in edges
-    assert {("replanner", "executor", True), ("replanner", "__end__", True)} <= edges
+    assert {("start_turn", "planner", False), ("executor", "replanner", False)} <= edges
+    assert {("replanner", "executor", True), ("replanner", "reply", True)} <= edges
     assert {("planner", "executor", True), ("planner", "review_plan", True)} <= edges
+    assert ("reply", "__end__", False) in edges
 
 
 def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
@@ -122,12 +123,14 @@ def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -
     parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
     order = [node for part in parts if part.event == "updates" for node in part.data]
     assert order == [
+        "start_turn",
         "planner",
         "executor",
         "replanner",
         "executor",
         "replanner",
         *["answer"] * ANSWER_CALLS,
+        "reply",
     ]
 
     state = client.threads.get_state(thread)
@@ -189,7 +192,8 @@ def _paused(client: SyncLangGraphClient) -> str:
     )
     assert isinstance(paused, dict)
     (pending,) = paused["__interrupt__"]
-    assert pending["value"]["plan"] == STEPS and "approve" in pending["value"]["question"]
+    (request,) = pending["value"]["action_requests"]
+    assert request["args"]["steps"] == STEPS and "approve" in request["description"].lower()
     assert paused["executed_steps"] == []
     assert client.threads.get(thread)["status"] == "interrupted"
     assert client.threads.get_state(thread)["next"] == ["review_plan"]
@@ -285,5 +289,5 @@ def test_the_docs_sdk_example_runs(served: Served, capsys: pytest.CaptureFixture
     lines = capsys.readouterr().out.splitlines()
     topic = "compare three python task queues"
     answer = f"All 3 steps of [{topic}] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
-    assert lines[1:3] == ["updates ['planner']", "updates ['executor']"]
+    assert lines[1:4] == ["updates ['start_turn']", "updates ['planner']", "updates ['executor']"]
     assert lines[-3:] == [answer, str([script.step_text(i, 3, topic) for i in (1, 2, 3)]), answer]

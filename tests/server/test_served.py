@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 
 from replan.graphs import served
+from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.state import TaskContext
 
 
@@ -22,6 +27,26 @@ def test_a_saver_a_server_attaches_reads_task_lists_back_with_replans_serializer
     assert isinstance(graph.checkpointer, InMemorySaver)
     assert graph.checkpointer.serde.loads_typed(stored) == tasks
     assert graph.checkpointer.storage is attached.storage  # the same saver's data
+
+
+def test_a_served_graph_is_the_compiled_graph_rebuilt_through_its_public_constructor() -> None:
+    """`served` passes the compiled graph's constructor every argument it takes, read from the
+    public attribute of its name: when LangGraph's constructor changes, so must `served`."""
+    not_kept = {"self", "kwargs", "deprecated_kwargs", "auto_validate"}
+    taken = {
+        name
+        for cls in (CompiledStateGraph, Pregel)
+        for name in inspect.signature(cls.__init__).parameters
+    } - not_kept
+    carried = set(served.CARRIED_OVER)
+    assert taken == carried, (
+        f"LangGraph's compiled graph constructor now takes {sorted(taken - carried)} more and "
+        f"{sorted(carried - taken)} no longer: update graphs/served.py's CARRIED_OVER"
+    )
+    graph = build_plan_execute_graph()
+    rebuilt = served.served(graph)
+    assert type(rebuilt) is served.ServedGraph
+    assert vars(rebuilt) == {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
 
 
 def test_the_shared_graph_needs_a_database_and_says_which_variables() -> None:

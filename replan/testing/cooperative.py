@@ -1,0 +1,47 @@
+"""A cooperative model, the default responder of `python -m replan.testing`: it answers
+`replan check`'s probes as a model that does what it is asked would (a plain reply, one tool
+call, two in one reply, a `plan`, a `respond`, a count to 20), and every other request as
+replan's scripted model (`replan.testing.plan_script.respond`). The server's `Quirks` then
+reshape its replies as the server they imitate would, so `replan check` reports there what it
+reports on that server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replan.cli import server_check as probes
+from replan.testing import plan_script
+from replan.testing.replies import Reply, text, tool_call, tool_calls
+from replan.testing.requests import message_text
+
+PLAN_STEP = "Look up the time in Paris"
+"""The step of its answer to the `plan` probe."""
+ANSWER = "Paris"
+"""Its answer to the `respond` probe."""
+COUNT = " ".join(str(n) for n in range(1, 21))
+"""Its answer to the streamed probe."""
+
+
+def _asked(request: dict[str, Any]) -> str:
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    return message_text(users[-1]) if users else ""
+
+
+def respond(request: dict[str, Any]) -> Reply:
+    """The reply a cooperative model gives to `request`: a probe's answer, else the scripted
+    model's."""
+    asked = _asked(request)
+    if asked == probes.CHECK_PLAIN:
+        return text("OK")
+    if asked == probes.CHECK_ONE_CALL:
+        return tool_call(probes.PROBE_TOOL, {"city": "Paris"})
+    if asked == probes.CHECK_TWO_CALLS:
+        cities = [{"city": "Paris"}, {"city": "Tokyo"}]
+        return tool_calls([(probes.PROBE_TOOL, city) for city in cities])
+    if asked == probes.CHECK_PLAN:
+        return tool_call("plan", {"steps": [PLAN_STEP]})
+    if asked == probes.CHECK_RESPOND:
+        return tool_call("respond", {"response": ANSWER})
+    if asked == probes.CHECK_STREAM:
+        return text(COUNT)
+    return plan_script.respond(request)
