@@ -12,6 +12,8 @@ from replan.cli.output import CliError, ExitCode
 from replan.graphs.context import Context
 from replan.graphs.persistence import stored_settings
 
+PRICES_TOGETHER = "--price-in and --price-out go together: give both"
+"""The usage error of one price given alone (where the run has none of its own)."""
 TOOLS_SETTING = "tools"
 """The key of a run's stored settings that holds its `--tools` reference (absolute file path)."""
 
@@ -24,6 +26,8 @@ def run_context(args: argparse.Namespace, stored: dict[str, Any]) -> Context:
     settings.update(
         {key: value for key in names if (value := getattr(args, key, None)) is not None}
     )
+    if (settings.get("price_in") is None) != (settings.get("price_out") is None):
+        raise CliError(ExitCode.USAGE, PRICES_TOGETHER)
     try:
         return Context(**settings)
     except (TypeError, ValueError) as exc:

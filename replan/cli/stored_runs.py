@@ -21,6 +21,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from replan.cli.output import CliError, ExitCode, emit, say
+from replan.cli.run_settings import PRICES_TOGETHER
 from replan.cli.summary import describe_run, summarize, threads_table
 from replan.graphs.context import Context
 from replan.graphs.graph_state import (
@@ -101,7 +102,7 @@ def _given_prices(args: argparse.Namespace) -> dict[str, float] | None:
     if args.price_in is None and args.price_out is None:
         return None
     if args.price_in is None or args.price_out is None:
-        raise CliError(ExitCode.USAGE, "--price-in and --price-out go together: give both")
+        raise CliError(ExitCode.USAGE, PRICES_TOGETHER)
     return {"price_in": args.price_in, "price_out": args.price_out}
 
 
