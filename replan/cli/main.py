@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     # psycopg logs what it ignores while closing a lost connection; the error says it in one line.
     if not (psycopg_log := logging.getLogger("psycopg")).handlers:
         psycopg_log.addHandler(logging.NullHandler())
-    if args.command == "run" and not args.thread_id:
+    if args.command == "run" and args.thread_id is None:
         args.thread_id = uuid.uuid4().hex[:12]
     loop = CommandLoop()
     try:

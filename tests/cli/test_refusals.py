@@ -1,5 +1,5 @@
 """Input the command line refuses in one clear line that names what to type, losing nothing
-stored: one price without the other."""
+stored: one price without the other, an empty model or thread id."""
 
 from __future__ import annotations
 
@@ -64,3 +64,27 @@ def test_one_price_changes_a_run_that_has_both(
     assert started.code == 0, started.err
     resumed = invoke(capsys, "resume", "--thread-id", "p", "--price-in", "3", "--quiet")
     assert resumed.code == 0, resumed.err  # it has ended: its answer again
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("run", "Ship it", "--model", ""), "--model"),
+        (("run", "Ship it", "--model", " "), "--model"),
+        (("run", "Ship it", "--thread-id", ""), "--thread-id"),
+        (("resume", "--thread-id", ""), "--thread-id"),
+        (("show", "--thread-id", ""), "--thread-id"),
+        (("check", "--model", ""), "--model"),
+    ],
+)
+def test_an_empty_name_is_refused(
+    here: Path, args: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        invoke(capsys, *args)
+    assert exited.value.code == 2
+    command = args[0]
+    assert capsys.readouterr().err == (
+        f"replan {command}: argument {option}: must not be empty (see replan {command} --help)\n"
+    )
+    assert _stored(here) == []
