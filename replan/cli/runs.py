@@ -21,7 +21,13 @@ from replan.cli.output import CliError, ExitCode, say
 from replan.cli.run_settings import run_context, settings_to_store, stored_tools
 from replan.cli.stored_runs import reading_graph, resume_hint, thread_config
 from replan.cli.summary import is_finished, run_status
-from replan.cli.tool_loading import ToolLoadingError, load_tools, stored_reference
+from replan.cli.tool_loading import (
+    FORMS,
+    ToolLoadingError,
+    ToolsNotFoundError,
+    load_tools,
+    stored_reference,
+)
 from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.graph_state import effective_mode
@@ -49,6 +55,13 @@ def _tools(args: argparse.Namespace, stored: dict[str, Any]) -> tuple[list[BaseT
         if args.tools is not None:  # loaded as given, so that an error names what was typed
             return load_tools(args.tools), stored_reference(args.tools)
         return ([], None) if reference is None else (load_tools(reference), reference)
+    except ToolsNotFoundError as exc:
+        if args.tools is not None:
+            raise CliError(ExitCode.USAGE, str(exc)) from None
+        again = f"{resume_hint(args)} --tools" if args.command == "resume" else "--tools"
+        raise CliError(
+            ExitCode.USAGE, f"{exc} (the run's tools: give them anew with {again} {FORMS})"
+        ) from None
     except ToolLoadingError as exc:
         raise CliError(ExitCode.USAGE, str(exc)) from None
 

@@ -1,5 +1,6 @@
 """Input the command line refuses in one clear line that names what to type, losing nothing
-stored: one price without the other, an empty model or thread id."""
+stored: one price without the other, an empty model or thread id, a tools file that is not
+there (its path shown with `..` resolved) or no longer there for a resume."""
 
 from __future__ import annotations
 
@@ -88,3 +89,40 @@ def test_an_empty_name_is_refused(
         f"replan {command}: argument {option}: must not be empty (see replan {command} --help)\n"
     )
     assert _stored(here) == []
+
+
+def test_a_tools_path_is_shown_without_dot_dot(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (here.parent / "mytools").mkdir()
+    (here.parent / "mytools" / "shop.py").write_text(TOOLS_FILE)
+    for reference, problem in [
+        ("../mytools/none.py:TOOLS", f"no file {here.parent}/mytools/none.py"),
+        ("../mytools/shop.py:MISSING", f"{here.parent}/mytools/shop.py has no MISSING"),
+    ]:
+        refused = invoke(capsys, "run", "Ship it", "--tools", reference)
+        assert (refused.code, refused.err) == (2, f"replan: --tools {reference}: {problem}\n")
+    assert _stored(here) == []
+
+
+def test_a_resume_whose_tools_moved_says_how_to_give_them(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (here / "shop.py").write_text(TOOLS_FILE)
+    args = ("--thread-id", "g", "--approve-plan", "--tools", "./shop.py:TOOLS")
+    assert invoke(capsys, "run", "Ship it in 2 steps", *args).code == 4
+    (here / "moved").mkdir()
+    (here / "shop.py").rename(here / "moved" / "shop.py")
+    refused = invoke(capsys, "resume", "--thread-id", "g", "--approve")
+    assert (refused.code, refused.err) == (
+        2,
+        f"replan: --tools {here}/shop.py:TOOLS: no file {here}/shop.py (the run's tools: give "
+        "them anew with replan resume --thread-id g --tools PATH.py:NAME or "
+        "package.module:NAME)\n",
+    )
+    shown = invoke(capsys, "show", "--thread-id", "g")
+    assert "Status: waiting for approval" in shown.out  # nothing lost
+    resumed = invoke(
+        capsys, "resume", "--thread-id", "g", "--approve", "--tools", "moved/shop.py:TOOLS"
+    )
+    assert resumed.code == 0, resumed.err
