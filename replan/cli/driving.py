@@ -28,6 +28,7 @@ from replan.graphs.context import Context
 from replan.graphs.errors import ReplanError
 from replan.graphs.graph_state import reviewed_steps
 from replan.graphs.model.http_client import model_retries_reported
+from replan.graphs.plan.scheduling import steps_left
 
 StreamEvent = tuple[tuple[str, ...], str, Any]
 """(namespace, mode, chunk) of `astream(..., stream_mode=[...], subgraphs=True)`."""
@@ -95,6 +96,7 @@ async def drive(run: Run, payload: Any) -> ExitCode:
         usage=before.values.get("usage"),
         pricing=run_pricing(run.context.settings()),
         plain_answer=run.context.answer == "plain",
+        plan=steps_left(before.values),
     )
     failure: Exception | None = None
     try:
