@@ -26,7 +26,7 @@ from replan.cli.review import ask_review
 from replan.cli.stored_runs import resume_hint
 from replan.graphs.context import Context
 from replan.graphs.errors import ReplanError
-from replan.graphs.graph_state import reviewed_steps
+from replan.graphs.graph_state import PlanExecuteState, reviewed_steps
 from replan.graphs.model.http_client import model_retries_reported
 from replan.graphs.plan.scheduling import steps_left
 
@@ -96,7 +96,7 @@ async def drive(run: Run, payload: Any) -> ExitCode:
         usage=before.values.get("usage"),
         pricing=run_pricing(run.context.settings()),
         plain_answer=run.context.answer == "plain",
-        plan=steps_left(before.values),
+        plan=steps_left(cast(PlanExecuteState, before.values)),
     )
     failure: Exception | None = None
     try:
