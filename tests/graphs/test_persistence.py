@@ -88,12 +88,16 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None
     )
 
 
-def test_a_task_cancelled_by_a_stop_is_not_saved_as_failed(tmp_path: Path) -> None:
-    """LangGraph saves a stopped task's `CancelledError` as its error: the saver leaves those
-    writes out (the task is then not done, as after a kill); other errors are kept."""
+def test_a_task_cancelled_by_a_stop_is_not_saved_as_failed(
+    tmp_path: Path, runs_db: list[str]
+) -> None:
+    """LangGraph saves a stopped task's `CancelledError` as its error: the saver (SQLite or
+    PostgreSQL) leaves those writes out (the task is then not done, as after a kill); other
+    errors are kept."""
+    target = runs_db[-1] if runs_db else tmp_path / "runs.db"
 
     async def saved_writes(task_writes: dict[str, list[tuple[str, Any]]]) -> list[Any]:
-        async with open_checkpointer(tmp_path / "runs.db") as saver:
+        async with open_checkpointer(target) as saver:
             config: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
             config = await saver.aput(config, empty_checkpoint(), {}, {})
             for task_id, writes in task_writes.items():
