@@ -12,13 +12,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from replan.testing import Reply, ScriptedOpenAIServer, tool_call
+from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import REPLAN, Gate, blocked_reading_stdin, cli_env, invoke
+from tests.support.cli_harness import (
+    REPLAN,
+    Gate,
+    blocked_reading_stdin,
+    cli_env,
+    invoke,
+    looks_up_a_price,
+)
 from tests.support.terminal import Terminal
 
 pytestmark = pytest.mark.slow  # real processes, stopped mid-run
@@ -131,15 +137,6 @@ def test_during_a_model_request(
         assert script.executor_steps(server.requests) == [1, 2]  # step 1 not done again
 
 
-def _calls_the_tool(request: dict[str, Any]) -> Reply:
-    """The scripted model, whose executor calls `price` before reporting step 1."""
-    call = script.classify(request)
-    used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
-    if call.role == "executor" and call.step == 1 and not used_a_tool:
-        return tool_call("price", {"item": "A"})
-    return script.respond(request)
-
-
 def test_during_a_tool_call_that_does_not_return(
     here: Path,
     stop: Callable[[Terminal], None],
@@ -148,7 +145,7 @@ def test_during_a_tool_call_that_does_not_return(
 ) -> None:
     """The tool is still working when the process ends: it is not waited for."""
     (here / "slow_tools.py").write_text(TOOLS_FILE)
-    with ScriptedOpenAIServer(_calls_the_tool) as server:
+    with ScriptedOpenAIServer(looks_up_a_price) as server:
         args = [REPLAN, "run", "Stop me in 2 steps", "--thread-id", "t"]
         terminal = Terminal(
             [*args, "--tools", "./slow_tools.py:TOOLS"], here, _serve(server, monkeypatch)

@@ -11,20 +11,7 @@ import pytest
 
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
-
-TOOLS_FILE = '''
-from langchain_core.tools import tool
-
-
-@tool
-def price(item: str) -> str:
-    """The price of an item."""
-    return f"{item} costs 4.20"
-
-
-TOOLS = [price]
-'''
+from tests.support.cli_harness import PRICE_TOOLS, invoke
 
 
 @pytest.fixture
@@ -95,7 +82,7 @@ def test_a_tools_path_is_shown_without_dot_dot(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (here.parent / "mytools").mkdir()
-    (here.parent / "mytools" / "shop.py").write_text(TOOLS_FILE)
+    (here.parent / "mytools" / "shop.py").write_text(PRICE_TOOLS)
     for reference, problem in [
         ("../mytools/none.py:TOOLS", f"no file {here.parent}/mytools/none.py"),
         ("../mytools/shop.py:MISSING", f"{here.parent}/mytools/shop.py has no MISSING"),
@@ -108,7 +95,7 @@ def test_a_tools_path_is_shown_without_dot_dot(
 def test_a_resume_whose_tools_moved_says_how_to_give_them(
     here: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (here / "shop.py").write_text(TOOLS_FILE)
+    (here / "shop.py").write_text(PRICE_TOOLS)
     args = ("--thread-id", "g", "--approve-plan", "--tools", "./shop.py:TOOLS")
     assert invoke(capsys, "run", "Ship it in 2 steps", *args).code == 4
     (here / "moved").mkdir()
