@@ -15,7 +15,8 @@ file or filesystem and never creates or changes the file (`replan show` and `rep
 A database that cannot be opened or reached (a folder, a missing folder, a file that is not
 SQLite, a read-only file for a writer, no server, unknown database, refused login, the
 connection lost during a run, PostgreSQL support not installed) raises
-`DatabaseUnavailableError`, whose message is one line. The CLI and the dev-server
+`DatabaseUnavailableError`, whose message is one line. A task cancelled because its run was
+stopped is not saved as failed (`replan.graphs.stopped_tasks`). The CLI and the dev-server
 configuration share all of this. A CLI run also stores its settings in its checkpoints'
 metadata (`run_metadata`).
 """
@@ -223,7 +224,9 @@ async def _connect(path: Path, busy_timeout: float, read_only: bool) -> aiosqlit
 async def _ready_saver(conn: aiosqlite.Connection, path: Path, read_only: bool) -> AsyncSqliteSaver:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
+    from replan.graphs.stopped_tasks import leaving_stopped_tasks_out
+
+    saver = leaving_stopped_tasks_out(AsyncSqliteSaver)(conn, serde=checkpoint_serializer())
     if not read_only:
         await saver.setup()
         return saver
@@ -268,6 +271,7 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
         from psycopg.conninfo import conninfo_to_dict
         from psycopg.rows import dict_row
 
+        from replan.graphs.stopped_tasks import leaving_stopped_tasks_out
         from replan.state.plans.postgres import CONNECT_TIMEOUT_SECONDS
     except ImportError as exc:
         raise DatabaseUnavailableError(
@@ -282,7 +286,8 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
     except psycopg.Error as exc:
         raise _unavailable("cannot open", shown, exc) from exc
     try:
-        saver = AsyncPostgresSaver(conn, serde=checkpoint_serializer())
+        saver_class = leaving_stopped_tasks_out(AsyncPostgresSaver)
+        saver = saver_class(conn, serde=checkpoint_serializer())
         try:
             await _setup_postgres(saver, conn)
         except (psycopg.Error, TimeoutError) as exc:

@@ -1,6 +1,6 @@
 """`replan check`: probe a model server and print what it does and the settings runs would use.
 
-The probes live in `replan.cli.server_check`; this module only shows their report: a table
+The probes are asked by `replan.cli.server_check`; this module only shows their report: a table
 for people on stdout (or with `--json` one JSON document), progress on stderr.
 """
 
@@ -11,15 +11,8 @@ import json
 from collections.abc import Callable
 
 from replan.cli.output import CliError, ExitCode, emit, one_line, say
-from replan.cli.server_check import (
-    CHECK_MAX_TOKENS,
-    PROBES,
-    Outcome,
-    Probe,
-    ProbeName,
-    ServerReport,
-    check_server,
-)
+from replan.cli.probes import CHECK_MAX_TOKENS, PROBES, Outcome, Probe, ProbeName, ServerReport
+from replan.cli.server_check import check_server
 from replan.graphs.context import OPENAI_HOST, Context
 from replan.graphs.errors import ModelUnavailableError
 

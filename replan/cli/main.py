@@ -7,12 +7,13 @@ The commands that need LangGraph and the model client (`replan.cli.commands`,
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import logging
 import os
 import sys
 import uuid
 
+from replan.cli.interrupts import CommandLoop, terminate_as_interrupt
 from replan.cli.output import CliError, ExitCode, one_line, say
 from replan.cli.parser import build_parser, check_text, read_objective
 
@@ -21,14 +22,34 @@ DEBUG_ENV = "REPLAN_DEBUG"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `replan` console script; returns the exit code."""
+    """Entry point of the `replan` console script; returns the exit code.
+
+    Ctrl-C and SIGTERM stop a command with exit code 130. With `argv` None (the process's own
+    command line), a stopped command whose tool still works in a worker thread ends the
+    process at once rather than wait for the tool to return.
+    """
     args = build_parser().parse_args(argv)
     args.resume_hint = ""  # set once the run is saved: the command that continues it
     # psycopg logs what it ignores while closing a lost connection; the error says it in one line.
     if not (psycopg_log := logging.getLogger("psycopg")).handlers:
         psycopg_log.addHandler(logging.NullHandler())
-    if args.command == "run" and not args.thread_id:
+    if args.command == "run" and args.thread_id is None:
         args.thread_id = uuid.uuid4().hex[:12]
+    loop = CommandLoop()
+    try:
+        with terminate_as_interrupt():
+            return _execute(args, loop)
+    except KeyboardInterrupt:
+        hint = f"; continue with: {args.resume_hint}" if args.resume_hint else ""
+        say(f"replan: interrupted{hint}")
+        if argv is None and loop.busy:
+            sys.stdout.flush()
+            os._exit(ExitCode.INTERRUPTED)  # Python would wait for the tool's thread at exit
+        return int(ExitCode.INTERRUPTED)
+
+
+def _execute(args: argparse.Namespace, loop: CommandLoop) -> int:
+    """Run the command `args` name; every failure but an interrupt becomes one line."""
     try:
         check_text(args)
         if args.command == "run":
@@ -39,14 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             return int(check.execute(args))
         from replan.cli import commands
 
-        return int(asyncio.run(commands.execute(args)))
+        return int(loop.run(commands.execute(args)))
     except CliError as exc:
         say(f"replan: {exc}")
         return int(exc.code)
-    except KeyboardInterrupt:
-        hint = f"; continue with: {args.resume_hint}" if args.resume_hint else ""
-        say(f"replan: interrupted{hint}")
-        return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise

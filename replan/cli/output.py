@@ -44,7 +44,7 @@ class ExitCode(IntEnum):
         8,
         "the plan was rejected at review, so nothing was carried out; the reason is on stdout",
     )
-    INTERRUPTED = 130, "interrupted with Ctrl-C"
+    INTERRUPTED = 130, "interrupted with Ctrl-C or SIGTERM; the run is saved and resumes"
 
 
 def exit_code_help() -> str:

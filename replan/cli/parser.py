@@ -109,6 +109,13 @@ def _price(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _name(text: str) -> str:
+    """An argparse type: a name that is not empty (a model, a thread id)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def _url(text: str) -> str:
     if not text.startswith(("http://", "https://")):
         raise argparse.ArgumentTypeError(f"not an http:// or https:// URL: {text!r}")
@@ -122,7 +129,9 @@ def _field_default(name: str) -> Any:
 
 def _add_server_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """`--model` and `--base-url`: which model on which server."""
-    parser.add_argument("--model", help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})")
+    parser.add_argument(
+        "--model", type=_name, help=f"model name (default: $REPLAN_MODEL or {DEFAULT_MODEL})"
+    )
     parser.add_argument(
         "--base-url", type=_url, help="OpenAI-compatible API URL (default: $OPENAI_BASE_URL)"
     )
@@ -274,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
         "objective", nargs="?", help='what the agent should achieve ("-": read it from stdin)'
     )
     run.add_argument("--objective-file", metavar="PATH", help="read the objective from a file")
-    run.add_argument("--thread-id", default=None, help="id for the run (default: generated)")
+    run.add_argument(
+        "--thread-id", type=_name, default=None, help="id for the run (default: generated)"
+    )
     run.add_argument(
         "--approve-plan", action="store_true", default=None, help="review the plan before it runs"
     )
@@ -283,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_price_options(run)
 
     resume = commands.add_parser("resume", parents=[db], help="continue a stopped run")
-    resume.add_argument("--thread-id", required=True)
+    resume.add_argument("--thread-id", type=_name, required=True)
     review = resume.add_mutually_exclusive_group()
     review.add_argument("--approve", action="store_true", help="approve the waiting plan")
     review.add_argument("--reject", nargs="?", const="", metavar="REASON", help="reject it")
@@ -293,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_price_options(resume)
 
     show = commands.add_parser("show", parents=[db], help="show a stored run")
-    show.add_argument("--thread-id", required=True)
+    show.add_argument("--thread-id", type=_name, required=True)
     _add_output_options(show, progress=False)
     _add_price_options(show)
 

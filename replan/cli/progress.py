@@ -99,7 +99,8 @@ class ProgressPrinter:
 
     `usage` is what the run had used before this stream (a resumed run's state, which includes
     the saved writes that a resumed stream replays as cached updates), `pricing` turns tokens
-    into dollars.
+    into dollars, `plan` is the steps it had still to do (a resumed run's: a replanner that
+    keeps them is not a revision).
     """
 
     def __init__(
@@ -110,11 +111,12 @@ class ProgressPrinter:
         usage: RunUsage | None = None,
         pricing: Pricing | None = None,
         plain_answer: bool = False,
+        plan: list[PlannedStep] | None = None,
     ) -> None:
         self.display = display
         self.clock = clock
         self.lanes: dict[str, Lane] = {}
-        self.remaining: list[PlannedStep] = []
+        self.remaining: list[PlannedStep] = list(plan or [])
         self.started = clock()
         self.usage = usage or RunUsage()
         self.pricing = pricing

@@ -6,22 +6,22 @@ reply), each way `replan.graphs.model.decision_modes` asks for a decision (built
 `build_request` and read with the request's own `read`, exactly as runs do), and a streamed
 reply. Tool calls written as text are recovered with `replan.graphs.model.text_calls`, as in runs.
 
-The report says what each probe found and the settings a run would use there: the first mode
-of `DECISION_MODES` whose requests were honoured (else the first not refused whose calls were
-recovered from text), `recover_text_calls`, and the reply limits. A model's answers are
-stochastic: "honoured" means the reply held what was asked for, so a server that ignores
-`tool_choice` passes when its model calls the tool anyway.
+The report (`replan.cli.server_verdict`) says what each probe found and the settings a run
+would use there: the first mode of `DECISION_MODES` whose requests were honoured (else the
+first not refused whose calls were recovered from text), `recover_text_calls`, and the reply
+limits. A model's answers are stochastic: "honoured" means the reply held what was asked for,
+so a server that ignores `tool_choice` passes when its model calls the tool anyway. The
+probes' texts and the report's types are in `replan.cli.probes`.
 
 Nothing here prints; `progress` callbacks say which probe runs and what it found.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, cast, get_args
+from dataclasses import replace
+from typing import Any, cast
 
 import openai
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -35,9 +35,32 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
 
-from replan.graphs.context import DECISION_MODES, Context, DecisionMode
+from replan.cli.probes import (
+    CHECK_MAX_RETRIES,
+    CHECK_MAX_TOKENS,
+    CHECK_ONE_CALL,
+    CHECK_PLAIN,
+    CHECK_PLAN,
+    CHECK_RESPOND,
+    CHECK_STREAM,
+    CHECK_SYSTEM,
+    CHECK_TOOL,
+    CHECK_TOOL_CITY,
+    CHECK_TWO_CALLS,
+    PROBE_TOOL,
+    PROBES,
+    Outcome,
+    Probe,
+    ProbeDone,
+    ProbeName,
+    ProbeStarted,
+    ServerReport,
+    Speed,
+)
+from replan.cli.server_verdict import server_report
+from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
-from replan.graphs.model.client import chat_model_from_context, reply_limit
+from replan.graphs.model.client import chat_model_from_context
 from replan.graphs.model.decision_modes.fallbacks import refusal_status
 from replan.graphs.model.decision_modes.registry import STRATEGIES
 from replan.graphs.model.decision_modes.strategy import DecisionTool, ModelMistake, Request
@@ -46,130 +69,6 @@ from replan.graphs.model.text_calls import OfferedTools, recover_text_calls
 from replan.graphs.model.turn import cut_off
 from replan.graphs.plan.decisions import plan_tool, respond_tool
 from replan.graphs.prompts import DEFAULT_PROMPTS
-
-# --- `replan check` (replan.cli.server_check): small probes of a model server -------------
-# Each probe asks a cooperative model for something it can clearly do in a few tokens.
-
-CHECK_PLAIN = "Reply with the single word OK."
-CHECK_TOOL = "Tell the current time in a city."
-CHECK_TOOL_CITY = "The name of the city."
-CHECK_ONE_CALL = "Call the tool `get_time` with city 'Paris'."
-CHECK_TWO_CALLS = (
-    "Call the tool `get_time` twice in this one reply: once with city 'Paris' and once with "
-    "city 'Tokyo'."
-)
-CHECK_SYSTEM = "You decide how work on an objective goes on: plan steps, or give the answer."
-CHECK_PLAN = (
-    "Objective: tell the current time in Paris. Call `plan` with one step: "
-    "'Look up the time in Paris'."
-)
-CHECK_RESPOND = (
-    "Objective: name the capital of France. The work is done and the answer is Paris: give "
-    "the final answer 'Paris' now (`respond`), no further steps."
-)
-CHECK_STREAM = "Count from 1 to 20, the numbers separated by spaces, and nothing else."
-
-CHECK_MAX_TOKENS = 128
-"""Reply limit of every probe: enough for a short decision or two tool calls."""
-CHECK_MAX_RETRIES = 0
-"""A probe is asked once: a refusal shows at once, not after the client's retries."""
-PROBE_TOOL = "get_time"
-
-Outcome = Literal["honoured", "as_text", "ignored", "refused", "failed", "skipped"]
-"""What a probe found: the reply held what was asked for (`as_text`: only once the calls the
-model wrote as text were recovered), or a 200 reply without it (`ignored`), an HTTP refusal
-(`refused`, a status of `REFUSAL_STATUSES`), another failure, or not asked (`skipped`)."""
-WORKING: frozenset[Outcome] = frozenset({"honoured", "as_text"})
-
-ProbeName = Literal[
-    "plain", "auto", "several", "named", "required", "decide", "json_schema", "json_object",
-    "stream",
-]  # fmt: skip
-PROBES: tuple[ProbeName, ...] = get_args(ProbeName)
-"""The probes in the order they are asked."""
-MODE_PROBES: dict[DecisionMode, tuple[ProbeName, ...]] = {
-    mode: tuple(cast(ProbeName, name) for name, _ in way.probes) for mode, way in STRATEGIES.items()
-}
-"""The probes standing for the requests a run sends in each mode (each strategy's `probes`):
-the planner's (only `plan` offered) and the replanner's (`plan` and `respond`)."""
-
-
-@dataclass(frozen=True)
-class Probe:
-    """The result of one probe request."""
-
-    name: ProbeName
-    outcome: Outcome
-    status: int | None = None
-    """The HTTP status of a refusal or failure."""
-    detail: str = ""
-    calls: int = 0
-    """Tool calls in the reply (recovered ones included)."""
-    recovered: int = 0
-    """Of them, the calls read from the reply's text."""
-    usage: bool | None = None
-    """Whether the reply reported its token usage (None: no reply)."""
-    cut_off: bool = False
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Speed:
-    """How fast the streamed probe came: seconds to its first token, output tokens a second."""
-
-    first_token_seconds: float
-    tokens_per_second: float
-
-    def reply_seconds(self, tokens: int) -> float:
-        """About how long a reply of `tokens` tokens takes."""
-        return self.first_token_seconds + tokens / self.tokens_per_second
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The settings a run would use on the server."""
-
-    decision_mode: DecisionMode | None
-    recover_text_calls: bool
-    decision_max_tokens: int
-    executor_max_tokens: int
-    reply_limit_field: str
-    """The request field the reply limits go out in."""
-    timeout: float | None
-
-
-@dataclass(frozen=True)
-class ServerReport:
-    """What `check_server` found, and whether runs can work on the server."""
-
-    base_url: str | None
-    model: str
-    models: list[str] | None
-    """The models GET /models lists (None: it did not answer with a list)."""
-    probes: dict[ProbeName, Probe]
-    modes: dict[DecisionMode, Outcome]
-    settings: Settings
-    speed: Speed | None
-    usable: bool
-    problems: list[str] = field(default_factory=list)
-    """Why runs cannot work (empty when usable)."""
-    notes: list[str] = field(default_factory=list)
-    """What else a run there should know."""
-
-    @property
-    def model_listed(self) -> bool | None:
-        """Whether /models lists the model (None: no list)."""
-        return None if self.models is None else self.model in self.models
-
-    def as_json(self) -> dict[str, Any]:
-        """The report as plain JSON values."""
-        document = asdict(self)
-        document["model_listed"] = self.model_listed
-        return document
-
-
-ProbeStarted = Callable[[ProbeName], None]
-ProbeDone = Callable[[Probe], None]
 
 
 def _probe_tool() -> dict[str, Any]:
@@ -325,28 +224,6 @@ def _what_came(reply: AIMessage) -> str:
     return f"text: {text[:80]}" if text else "an empty reply"
 
 
-def _mode_outcome(outcomes: Sequence[Outcome]) -> Outcome:
-    """A mode's outcome from those of its requests: the worst of them."""
-    for worst in ("refused", "failed", "ignored", "skipped", "as_text"):
-        if worst in outcomes:
-            return worst
-    return "honoured"
-
-
-def chosen_mode(modes: dict[DecisionMode, Outcome]) -> DecisionMode | None:
-    """The first mode of `DECISION_MODES` found honoured, else the first whose calls came as
-    text, else the first asked and not refused (None when there is none)."""
-    for wanted in (("honoured",), ("as_text",), ("ignored", "failed")):
-        for mode in DECISION_MODES:
-            if modes[mode] in wanted:
-                return mode
-    return None
-
-
-def _limit_field(base_url: str | None) -> str:
-    return "max_tokens" if "extra_body" in reply_limit(base_url, 1) else "max_completion_tokens"
-
-
 def _models(model: ChatOpenAI) -> list[str] | None:
     """The ids GET /models lists; None when it does not answer with a list. A server that
     cannot be reached is left to the first chat request to say; a refused key is an error."""
@@ -379,7 +256,7 @@ def check_server(
         _ask_tools(prober)
         _ask_decisions(prober, model)
         prober.stream([HumanMessage(CHECK_STREAM)])
-    return _report(context, models, prober)
+    return server_report(context, models, prober.probes, prober.speed)
 
 
 def _ask_plain(prober: _Prober) -> Probe:
@@ -426,78 +303,3 @@ def _ask_decisions(prober: _Prober, model: BaseChatModel) -> None:
                 request.offered,
                 _decision_judge(request),
             )
-
-
-def _report(context: Context, models: list[str] | None, prober: _Prober) -> ServerReport:
-    probes = prober.probes
-    modes = {
-        mode: _mode_outcome([probes[name].outcome for name in names])
-        for mode, names in MODE_PROBES.items()
-    }
-    mode = chosen_mode(modes)
-    recovered = [probe for probe in probes.values() if probe.recovered]
-    settings = Settings(
-        decision_mode=mode,
-        recover_text_calls=True,
-        decision_max_tokens=context.decision_max_tokens,
-        executor_max_tokens=context.executor_max_tokens,
-        reply_limit_field=_limit_field(context.base_url),
-        timeout=context.timeout,
-    )
-    problems: list[str] = []
-    plain = probes["plain"]
-    if plain.outcome == "failed":
-        problems.append(f"a plain chat completion failed: {plain.detail}")
-    elif mode is None or modes[mode] not in WORKING:
-        shown = ", ".join(f"{name} {outcome}" for name, outcome in modes.items())
-        problems.append(f"no way of asking for a decision gave a usable one ({shown})")
-    notes = _notes(context, models, probes, recovered, prober.speed)
-    return ServerReport(
-        base_url=context.base_url,
-        model=context.model,
-        models=models,
-        probes=probes,
-        modes=modes,
-        settings=settings,
-        speed=prober.speed,
-        usable=not problems,
-        problems=problems,
-        notes=notes,
-    )
-
-
-def _notes(
-    context: Context,
-    models: list[str] | None,
-    probes: dict[ProbeName, Probe],
-    recovered: list[Probe],
-    speed: Speed | None,
-) -> list[str]:
-    notes: list[str] = []
-    if models is not None and context.model not in models:
-        listed = ", ".join(models) or "none"
-        notes.append(f"the server does not list the model {context.model} (it lists: {listed})")
-    if recovered:
-        names = ", ".join(probe.name for probe in recovered)
-        notes.append(
-            f"tool calls written as text were recovered ({names}): keep recover_text_calls on"
-        )
-    if probes["plain"].usage is False and probes["stream"].usage is False:
-        notes.append("the server reports no token usage: runs count their calls, not tokens")
-    if probes["auto"].outcome not in WORKING and probes["auto"].outcome != "skipped":
-        notes.append("no tool call with tool_choice 'auto': the executor's tools may go unused")
-    if cut := [probe.name for probe in probes.values() if probe.cut_off]:
-        notes.append(
-            f"replies cut off at {CHECK_MAX_TOKENS} tokens ({', '.join(cut)}): the model may "
-            "run on; runs correct such decisions, bounded by decision_max_tokens"
-        )
-    if speed is not None and context.timeout is not None:
-        longest = max(context.decision_max_tokens, context.executor_max_tokens)
-        needed = speed.reply_seconds(longest)
-        if needed > context.timeout:
-            notes.append(
-                f"at about {speed.tokens_per_second:.1f} tokens/s a reply of {longest} tokens "
-                f"takes about {needed:.0f} s, more than the {context.timeout:g} s timeout: give "
-                f"--timeout {math.ceil(needed * 1.2)} or lower the reply limits"
-            )
-    return notes

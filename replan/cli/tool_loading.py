@@ -5,8 +5,9 @@
 folder) and takes the same. The name must hold a LangChain tool or a list (or tuple) of them,
 checked as `build_plan_execute_graph(tools=...)` checks them. Whatever keeps the reference from
 giving usable tools (no such file or module, a syntax error in it, an error raised while it is
-imported, no such name, not tools, refused tool names) raises `ToolLoadingError`, whose message
-is one line naming the reference and what was wrong.
+imported, no such name, not tools, refused tool names) raises `ToolLoadingError`
+(`ToolsNotFoundError` for no such file or module), whose message is one line naming the
+reference and what was wrong (a file by its path with `..` resolved).
 
 `replan run --tools REF` uses this; the run stores `stored_reference(REF)` (a file's absolute
 path) with its settings so that `replan resume` loads the same tools from any folder.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -32,6 +34,10 @@ FORMS = "PATH.py:NAME or package.module:NAME"
 
 class ToolLoadingError(ValueError):
     """A tools reference that does not give usable tools; the message is one line."""
+
+
+class ToolsNotFoundError(ToolLoadingError):
+    """The file or module a tools reference names is not there."""
 
 
 def _one_line(text: str) -> str:
@@ -60,7 +66,7 @@ def stored_reference(reference: str, base: Path | None = None) -> str:
 
 def _module_from_file(reference: str, path: Path) -> ModuleType:
     if not path.is_file():
-        raise ToolLoadingError(f"--tools {reference}: no file {path}")
+        raise ToolsNotFoundError(f"--tools {reference}: no file {path}")
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     module_name = f"replan_user_tools_{path.stem}_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -95,7 +101,7 @@ def _module(reference: str, name: str) -> ModuleType:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (name == exc.name or name.startswith(f"{exc.name}.")):
-            raise ToolLoadingError(f"--tools {reference}: no module named {name}") from None
+            raise ToolsNotFoundError(f"--tools {reference}: no module named {name}") from None
         raise ToolLoadingError(
             f"--tools {reference}: importing {name} failed: ModuleNotFoundError: {exc}"
         ) from None
@@ -129,7 +135,7 @@ def load_tools(reference: str, base: Path | None = None) -> list[BaseTool]:
     `base` (default: the current folder). Raises `ToolLoadingError`."""
     where, name, is_file = split_reference(reference)
     if is_file:
-        path = (base or Path.cwd()) / where
+        path = Path(os.path.normpath((base or Path.cwd()) / where))  # shown without `..`
         module = _module_from_file(reference, path)
     else:
         module = _module(reference, where)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replan.cli import server_check as probes
+from replan.cli import probes
 from replan.testing import plan_script
 from replan.testing.replies import Reply, text, tool_call, tool_calls
 from replan.testing.requests import message_text

@@ -17,13 +17,9 @@ import pytest
 
 from replan.cli.check import LABELS
 from replan.cli.output import ExitCode
-from replan.cli.server_check import (
-    CHECK_MAX_TOKENS,
-    PROBES,
-    ServerReport,
-    check_server,
-    chosen_mode,
-)
+from replan.cli.probes import CHECK_MAX_TOKENS, PROBES, ServerReport
+from replan.cli.server_check import check_server
+from replan.cli.server_verdict import chosen_mode
 from replan.graphs.context import Context
 from replan.testing import (
     LLAMA_CPP,

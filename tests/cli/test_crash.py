@@ -204,6 +204,7 @@ def test_the_first_ctrl_c_at_the_approval_prompt_stops(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
         run, err, terminal = _asking(tmp_path, server, "c")
         try:
+            assert blocked_reading_stdin(run.pid)  # at the prompt, not just before it
             run.send_signal(signal.SIGINT)
             assert run.wait(timeout=30) == 130
         finally:

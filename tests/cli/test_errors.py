@@ -370,7 +370,7 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("surprise")
 
-    monkeypatch.setattr("replan.cli.commands.build_plan_execute_graph", broken)
+    monkeypatch.setattr("replan.cli.stored_runs.reading_graph", broken)
     outcome = invoke(capsys, "show", "--thread-id", "done")
     assert (outcome.code, outcome.err) == (1, "replan: unexpected error: KeyError: 'surprise'\n")
     monkeypatch.setenv("REPLAN_DEBUG", "1")

@@ -22,7 +22,7 @@ from replan.cli.progress import ProgressPrinter
 from replan.graphs.context import DEFAULT_TIMEOUT_SECONDS
 from replan.testing import Reply, ScriptedOpenAIServer, http_error, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import REPLAN, cli_env, run_cli
+from tests.support.cli_harness import REPLAN, cli_env, invoke, run_cli
 
 ANSWER_1 = "All 1 steps of [watch me in 1 steps] are done: RESULT 1/1"
 
@@ -181,3 +181,41 @@ def test_steps_running_side_by_side_each_have_their_own_lane() -> None:
         < drawn.index('Lookup(what="a")')
         < drawn.index("Step 2: Fetch B")
     )
+
+
+STEP_2 = {"id": 2, "step": "Fetch B", "depends_on": [1]}
+
+
+@pytest.mark.parametrize(
+    ("replanned", "shown"),
+    [
+        ([STEP_2], []),
+        ([{**STEP_2, "step": "Fetch C"}], ["Plan revised:", "  2. Fetch C [after: 1]"]),
+    ],
+)
+def test_a_plan_is_shown_revised_only_when_the_replanner_changed_it(
+    replanned: list[dict[str, Any]], shown: list[str]
+) -> None:
+    """A resumed run's printer starts from the steps the run had left."""
+    out = io.StringIO()
+    printer = ProgressPrinter(
+        PlainDisplay(out), plan=[{"id": 1, "step": "Fetch A", "depends_on": []}, STEP_2]
+    )
+    done = {"id": 1, "step": "Fetch A", "result": "found A", "status": "done"}
+    printer.handle((), "updates", {"executor": {"executed_steps": [done]}})
+    printer.handle((), "updates", {"replanner": {"plan": replanned}})
+    assert out.getvalue().splitlines() == shown
+
+
+def test_approving_a_plan_unchanged_on_resume_does_not_revise_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with ScriptedOpenAIServer(script.respond) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        asked = invoke(capsys, "run", "Ask in 3 steps", "--thread-id", "a", "--approve-plan")
+        assert asked.code == 4, asked.err
+        approved = invoke(capsys, "resume", "--thread-id", "a", "--approve")
+    assert approved.code == 0, approved.err
+    assert "Plan approved." in approved.err and "Plan revised:" not in approved.err

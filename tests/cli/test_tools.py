@@ -6,44 +6,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from replan.cli.output import ExitCode
-from replan.testing import Reply, ScriptedOpenAIServer, tool_call
+from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
-
-TOOLS_FILE = '''
-from langchain_core.tools import tool
-
-
-@tool
-def price(item: str) -> str:
-    """The price of an item."""
-    return f"{item} costs 4.20"
-
-
-TOOLS = [price]
-'''
-
-
-def _looks_up_a_price(request: dict[str, Any]) -> Reply:
-    """The scripted model, whose executor calls `price` before reporting step 1."""
-    call = script.classify(request)
-    used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
-    if call.role == "executor" and call.step == 1 and not used_a_tool:
-        return tool_call("price", {"item": "A"})
-    return script.respond(request)
+from tests.support.cli_harness import PRICE_TOOLS, invoke, looks_up_a_price
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ScriptedOpenAIServer]:
     """The scripted server; the CLI runs in `tmp_path/work`, whose `shop_tools.py` has TOOLS."""
     (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "shop_tools.py").write_text(TOOLS_FILE)
-    with ScriptedOpenAIServer(_looks_up_a_price) as srv:
+    (tmp_path / "work" / "shop_tools.py").write_text(PRICE_TOOLS)
+    with ScriptedOpenAIServer(looks_up_a_price) as srv:
         monkeypatch.chdir(tmp_path / "work")
         monkeypatch.setenv("REPLAN_DB", str(tmp_path / "runs.sqlite"))
         monkeypatch.setenv("OPENAI_API_KEY", "test")

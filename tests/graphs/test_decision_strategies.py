@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from replan.cli.server_check import MODE_PROBES, ProbeName
+from replan.cli.probes import MODE_PROBES, ProbeName
 from replan.graphs.context import DECISION_MODES, DecisionMode
 from replan.graphs.model.decision_modes.registry import STRATEGIES, asks_json, fallbacks_after
 from replan.graphs.plan.decisions import plan_tool, respond_tool

@@ -1,11 +1,17 @@
-"""How `open_checkpointer` reads a `--db` value: paths and `sqlite:` forms, server URLs."""
+"""How `open_checkpointer` reads a `--db` value (paths and `sqlite:` forms, server URLs) and
+what its savers leave out (the errors of tasks a stop cancelled)."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.types import ERROR
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from replan.graphs.dev_checkpointer import port_note
@@ -80,6 +86,36 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None
         f"cannot open the runs database {tmp_path}/missing-folder/runs.db: "
         f"the folder {tmp_path}/missing-folder does not exist"
     )
+
+
+def test_a_task_cancelled_by_a_stop_is_not_saved_as_failed(
+    tmp_path: Path, runs_db: list[str]
+) -> None:
+    """LangGraph saves a stopped task's `CancelledError` as its error: the saver (SQLite or
+    PostgreSQL) leaves those writes out (the task is then not done, as after a kill); other
+    errors are kept."""
+    target = runs_db[-1] if runs_db else tmp_path / "runs.db"
+
+    async def saved_writes(task_writes: dict[str, list[tuple[str, Any]]]) -> list[Any]:
+        async with open_checkpointer(target) as saver:
+            config: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            config = await saver.aput(config, empty_checkpoint(), {}, {})
+            for task_id, writes in task_writes.items():
+                await saver.aput_writes(config, writes, task_id)
+            stored = await saver.aget_tuple(config)
+        assert stored is not None
+        return list(stored.pending_writes or [])
+
+    assert asyncio.run(
+        saved_writes(
+            {
+                "stopped": [("plan", ["half done"]), (ERROR, asyncio.CancelledError())],
+                "also stopped": [(ERROR, concurrent.futures.CancelledError())],
+                "failed": [(ERROR, ValueError("bad reply"))],
+                "done": [("plan", ["step"])],
+            }
+        )
+    ) == [("done", "plan", ["step"]), ("failed", ERROR, "ValueError('bad reply')")]
 
 
 LANGGRAPH_DEV = ["/venv/bin/langgraph", "dev", "--no-browser"]

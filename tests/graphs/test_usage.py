@@ -317,7 +317,7 @@ def test_bad_price_flags_are_one_line_usage_errors(tmp_path: Path) -> None:
         (["run", "x", "--price-in", "-1", "--price-out", "1"], "a price must be 0 or more"),
         (["run", "x", "--price-in", "cheap", "--price-out", "1"], "not a number: 'cheap'"),
         (["resume", "--thread-id", "t", "--price-out", "inf"], "not a finite number"),
-        (["run", "x", "--price-in", "1"], "price_in and price_out go together"),
+        (["run", "x", "--price-in", "1"], "replan: --price-in and --price-out go together: give"),
         (["show", "--thread-id", "t", "--price-in", "1"], "--price-in and --price-out go"),
     ]:
         outcome = run_cli(None, tmp_path, *args)

@@ -18,11 +18,33 @@ from langchain_core.runnables import RunnableConfig
 from replan.cli import main
 from replan.graphs.persistence import DEFAULT_DB, open_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.testing import Reply, ScriptedOpenAIServer
+from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 
 REPLAN = str(Path(sys.executable).with_name("replan"))
 """The console script `pip install -e .` puts next to the interpreter."""
+PRICE_TOOLS = '''
+from langchain_core.tools import tool
+
+
+@tool
+def price(item: str) -> str:
+    """The price of an item."""
+    return f"{item} costs 4.20"
+
+
+TOOLS = [price]
+'''
+"""A tools file for `--tools FILE:TOOLS`: one tool, `price`."""
+
+
+def looks_up_a_price(request: dict[str, Any]) -> Reply:
+    """The scripted model, whose executor calls `price` before reporting step 1."""
+    call = script.classify(request)
+    used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
+    if call.role == "executor" and call.step == 1 and not used_a_tool:
+        return tool_call("price", {"item": "A"})
+    return script.respond(request)
 
 
 @dataclass(frozen=True)

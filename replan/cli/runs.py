@@ -1,0 +1,142 @@
+"""`replan run`, and a `replan resume` that goes on: the run's graph with its tools, built and
+driven (`replan.cli.driving`). Only these load the model client; `replan.cli.commands` decides
+whether a resume gets this far."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+
+from replan.cli.driving import Run, drive
+from replan.cli.output import CliError, ExitCode, say
+from replan.cli.run_settings import run_context, settings_to_store, stored_tools
+from replan.cli.stored_runs import reading_graph, resume_hint, thread_config
+from replan.cli.summary import is_finished, run_status
+from replan.cli.tool_loading import (
+    FORMS,
+    ToolLoadingError,
+    ToolsNotFoundError,
+    load_tools,
+    stored_reference,
+)
+from replan.graphs.context import Context
+from replan.graphs.errors import ModelUnavailableError
+from replan.graphs.graph_state import effective_mode
+from replan.graphs.model.client import require_api_key
+from replan.graphs.persistence import (
+    STARTED_KEY,
+    database_exists,
+    open_checkpointer,
+    run_metadata,
+)
+from replan.graphs.plan_execute import build_plan_execute_graph
+
+
+def _graph(
+    saver: BaseCheckpointSaver[str], tools: Sequence[BaseTool] = ()
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    return build_plan_execute_graph(tools=tools, checkpointer=saver)
+
+
+def _tools(args: argparse.Namespace, stored: dict[str, Any]) -> tuple[list[BaseTool], str | None]:
+    """The run's own tools and the reference to store: `--tools` given now, else the one the
+    run started with; a reference that does not load is a usage error (one line)."""
+    reference = stored_tools(stored)
+    try:
+        if args.tools is not None:  # loaded as given, so that an error names what was typed
+            return load_tools(args.tools), stored_reference(args.tools)
+        return ([], None) if reference is None else (load_tools(reference), reference)
+    except ToolsNotFoundError as exc:
+        if args.tools is not None:
+            raise CliError(ExitCode.USAGE, str(exc)) from None
+        again = f"{resume_hint(args)} --tools" if args.command == "resume" else "--tools"
+        raise CliError(
+            ExitCode.USAGE, f"{exc} (the run's tools: give them anew with {again} {FORMS})"
+        ) from None
+    except ToolLoadingError as exc:
+        raise CliError(ExitCode.USAGE, str(exc)) from None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _require_model_access() -> None:
+    """Refuse, before anything is stored, a run that could not make its first model call."""
+    try:
+        require_api_key()
+    except ModelUnavailableError as exc:
+        raise CliError(ExitCode.MODEL_UNAVAILABLE, str(exc)) from None
+
+
+async def cmd_run(args: argparse.Namespace) -> ExitCode:
+    """Start a new run of the objective on a fresh thread id, or a follow-up turn on a thread
+    whose last turn ended (with the thread's settings and tools, options given now overriding
+    them); a run that is refused before it could start (no API key) stores nothing."""
+    metadata, snapshot = await _thread_so_far(args)
+    context = run_context(args, metadata)
+    turn = 1
+    if snapshot is not None:
+        if not is_finished(snapshot):
+            raise CliError(
+                ExitCode.USAGE,
+                f"thread {args.thread_id} has not ended ({run_status(snapshot).text()}): "
+                f"continue it with: {resume_hint(args)}; a follow-up can start once it ends",
+            )
+        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+        context = replace(context, decision_mode=mode)
+        turn = len(snapshot.values.get("turns", [])) + 2
+    _require_model_access()
+    tools, reference = _tools(args, metadata)
+    started = metadata.get(STARTED_KEY) if snapshot is not None else _now()
+    settings = run_metadata(settings_to_store(context, reference), started)
+    async with open_checkpointer(args.db) as saver:
+        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, settings))
+        follow_up = f", turn {turn}" if turn > 1 else ""
+        run.announce = f"Thread {args.thread_id}{follow_up} (resume with: {resume_hint(args)})"
+        return await drive(run, {"messages": [HumanMessage(args.objective_text)]})
+
+
+async def _thread_so_far(args: argparse.Namespace) -> tuple[dict[str, Any], StateSnapshot | None]:
+    """The stored metadata and state of the thread `run` was given, if it exists (read without
+    creating the database)."""
+    if not database_exists(args.db):
+        return {}, None
+    async with open_checkpointer(args.db, read_only=True) as saver:
+        stored = await saver.aget_tuple(thread_config(args.thread_id))
+        if stored is None:
+            return {}, None
+        return dict(stored.metadata), await reading_graph(saver).aget_state(
+            thread_config(args.thread_id)
+        )
+
+
+async def continue_run(
+    args: argparse.Namespace,
+    saver: BaseCheckpointSaver[str],
+    stored: dict[str, Any],
+    snapshot: StateSnapshot,
+    context: Context,
+    review: Any,
+) -> ExitCode:
+    """Go on with the stopped run `snapshot` shows (its checkpoint metadata `stored`, its
+    settings `context`), resuming a waiting review with `review` when not None."""
+    _require_model_access()
+    tools, reference = _tools(args, stored)  # loaded only for a run that goes on
+    # A mode the server refused earlier in the run is not asked for again.
+    mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+    context = replace(context, decision_mode=mode)
+    metadata = run_metadata(settings_to_store(context, reference), stored.get(STARTED_KEY))
+    run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, metadata))
+    if not args.quiet:
+        say(f"Resuming thread {args.thread_id} ({run_status(snapshot).text()})")
+    return await drive(run, None if review is None else Command(resume=review))
