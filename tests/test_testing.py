@@ -30,11 +30,14 @@ from replan.testing import (
     http_error,
     text,
     tokens,
-    tool_call,
-    tool_calls,
 )
 from replan.testing import plan_script as script
 from replan.testing.command import build_parser
+from replan.testing.replies import (
+    prompt_tokens,
+    tool_call,
+    tool_calls,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,7 +89,7 @@ def test_streaming_text_arrives_in_several_chunks_with_usage(server: ScriptedOpe
     assert len([c for c in chunks if c.content]) == 4
     total = sum(chunks[1:], chunks[0])
     assert total.content == "one two three four"
-    expected = tokens("count") + tokens("one two three four")
+    expected = len(prompt_tokens(server.requests[0])) + tokens("one two three four")
     assert total.usage_metadata is not None and total.usage_metadata["total_tokens"] == expected
     assert server.requests[0]["stream"] is True
     assert server.requests[0]["stream_options"] == {"include_usage": True}

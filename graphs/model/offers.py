@@ -54,8 +54,10 @@ class ToolOffer:
 
     @property
     def listing(self) -> str:
-        """One short line per tool for the head of every request (`tool_lines`)."""
-        return tool_lines(self.specs) or NO_TOOLS_LISTED
+        """One short line per tool of the caller's for the head of every request (`tool_lines`;
+        the task tools are the executor's, which it is offered with their schemas)."""
+        own = [spec for spec in self.specs if spec["function"]["name"] in self.own]
+        return tool_lines(own) or NO_TOOLS_LISTED
 
     def computing_note(self, template: str) -> str:
         """`template` (a prompt's `{computing}` text) with its `{tools}` naming the computing
@@ -74,8 +76,8 @@ def tool_lines(specs: Sequence[Mapping[str, Any]]) -> str:
     for spec in specs:
         function = spec["function"]
         arguments = ", ".join((function.get("parameters") or {}).get("properties") or {})
-        description = (function.get("description") or "").strip()
-        summary = description.splitlines()[0].split(". ")[0].rstrip(".") if description else ""
+        description = " ".join((function.get("description") or "").split())
+        summary = description.split(". ")[0].rstrip(".")
         lines.append(f"- {function['name']}({arguments}): {summary}")
     return "\n".join(lines)
 

@@ -160,10 +160,10 @@ TEXT_STEP_SCHEMA: dict[str, Any] = {
 
 
 def text_plan_schema() -> dict[str, Any]:
-    """The `plan` arguments' schema without tool steps: strings and `PlanStepArgs` objects."""
-    items = {"anyOf": [{"type": "string"}, PlanStepArgs.model_json_schema()]}
-    steps = {"items": items, "minItems": 1, "title": "Steps", "type": "array"}
-    return {"properties": {"steps": steps}, "required": ["steps"], "type": "object"}
+    """The `plan` arguments' schema without tool steps: strings and text step objects."""
+    items = {"anyOf": [{"type": "string"}, TEXT_STEP_SCHEMA]}
+    steps = {"type": "array", "minItems": 1, "items": items}
+    return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
 
 
 def tool_plan_schema(tools: OwnTools) -> dict[str, Any]:

@@ -135,7 +135,7 @@ def replanner_briefing(
         "objective": turn_objective(state) + earlier,
         "plan": format_plan(steps_left(state)),
         "executed_steps": format_executed_steps(executed, limit=REPLANNER_RESULT_CHARS),
-        "tasks": format_task_list(state.get("tasks_context") or TaskContext()),
+        "tasks": format_task_list(state.get("tasks_context") or TaskContext(), empty="(none)"),
         "repeated": format_repeated_steps(executed, repeated_template),
     }
 

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-REPLANNER = """Decide what happens next on the objective below. Call {respond} when the results \
-meet it. Else call `plan` with only the steps still to do: a plain string runs after the step \
+REPLANNER = """Decide what happens next on the objective below. When the results meet it, call \
+{respond}. Else call `plan` with only the steps still to do: a plain string runs after the step \
 before it; {{"step": "...", "depends_on": [N]}} waits for steps N. A step kept word for word \
 keeps its number; a new one is numbered from the number given below and sees only its text and \
 the results it depends on, so copy in what it needs. A step that failed for lack of a tool fails \
 again: plan another way, or respond."""
 
-RESPOND_WITH_ANSWER = """`respond` with the full answer for the user, from the results"""
+RESPOND_WITH_ANSWER = """`respond` with the full answer, from the results"""
 RESPOND_THEN_ANSWER = """`respond` with one sentence saying the objective is met (the answer is \
 written next)"""
 
@@ -28,8 +28,8 @@ REPLANNER_TASK = """# Objective
 
 Steps of a new plan are numbered from {next}."""
 
-REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. Call {respond} when \
-the results meet it. Else call `plan` with only the steps still to do, numbered from the number \
+REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When the results meet \
+it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \
 given below: tool steps (with figures from the results, or "$N") and text steps. A failed step \
 fails again unless changed.{computing}"""
 

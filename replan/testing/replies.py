@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,20 +111,58 @@ def _text_of(message: dict[str, Any]) -> str:
     return str(content)
 
 
-def reported_usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """The usage this server reports for `reply` to request `body`: prompt tokens from the
-    messages' text, completion tokens from the reply's text and calls, and the leading system
-    message's tokens as cached (as a server that caches a stable prompt head would)."""
+def prompt_tokens(body: dict[str, Any]) -> list[str]:
+    """The prompt of request `body` as a chat template lays it out (the system message, then
+    the tools offered, as their JSON, then the other messages with their tool calls), cut in
+    tokens of `CHARS_PER_TOKEN` characters, each piece starting a new token."""
     messages = body.get("messages") or []
-    prompt = sum(tokens(_text_of(message)) for message in messages)
-    head = messages[0] if messages and messages[0].get("role") == "system" else {}
+    pieces, rest = [], messages
+    if messages and messages[0].get("role") == "system":
+        pieces.append(f"system:{_text_of(messages[0])}")
+        rest = messages[1:]
+    if body.get("tools"):
+        pieces.append(f"tools:{json.dumps(body['tools'], sort_keys=True)}")
+    for message in rest:
+        calls = json.dumps(message.get("tool_calls") or [], sort_keys=True)
+        pieces.append(f"{message.get('role')}:{_text_of(message)}{calls}")
+    return [
+        piece[start : start + CHARS_PER_TOKEN]
+        for piece in pieces
+        for start in range(0, len(piece), CHARS_PER_TOKEN)
+    ]
+
+
+class PromptCache:
+    """A server's cache of the last prompt it read (one slot, as llama-server's default): a
+    request whose prompt starts as the last one did is read from where they part."""
+
+    def __init__(self) -> None:
+        self._last: list[str] = []
+        self._lock = threading.Lock()
+
+    def reuse(self, prompt: list[str]) -> int:
+        """How many tokens of `prompt` the cache holds; `prompt` is cached next."""
+        with self._lock:
+            same = next(
+                (i for i, (a, b) in enumerate(zip(prompt, self._last, strict=False)) if a != b),
+                min(len(prompt), len(self._last)),
+            )
+            self._last = prompt
+        return same
+
+
+def reported_usage(body: dict[str, Any], reply: Reply, cache: PromptCache) -> dict[str, Any]:
+    """The usage this server reports for `reply` to request `body`: the prompt's tokens (tools
+    included, `prompt_tokens`), of which those the server's prompt `cache` held are cached,
+    and completion tokens from the reply's text and calls."""
+    prompt = prompt_tokens(body)
     written = (reply.content or "") + "".join(c.name + c.arguments for c in reply.calls)
     completion = tokens(written)
     return {
-        "prompt_tokens": prompt,
+        "prompt_tokens": len(prompt),
         "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": tokens(_text_of(head))},
+        "total_tokens": len(prompt) + completion,
+        "prompt_tokens_details": {"cached_tokens": cache.reuse(prompt)},
     }
 
 

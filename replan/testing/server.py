@@ -24,7 +24,14 @@ from types import TracebackType
 from typing import Any
 
 from replan.testing.quirks import Quirks
-from replan.testing.replies import MODEL_ID, Reply, Responder, http_error, reported_usage
+from replan.testing.replies import (
+    MODEL_ID,
+    PromptCache,
+    Reply,
+    Responder,
+    http_error,
+    reported_usage,
+)
 from replan.testing.wire import completion, error_body, stream_events
 
 
@@ -84,7 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
         completion_id = f"chatcmpl-{next(self.server.ids)}"
         created = int(time.time())
         asked = not body.get("stream") or (body.get("stream_options") or {}).get("include_usage")
-        usage = reported_usage(body, reply) if reply.usage and asked else None
+        cache = self.server.owner.prompt_cache
+        usage = reported_usage(body, reply, cache) if reply.usage and asked else None
         self.server.owner.reported(body, usage)
         if not body.get("stream"):
             self._send(200, completion(reply, completion_id, created, usage), {})
@@ -131,6 +139,8 @@ class ScriptedOpenAIServer:
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _server: _Server | None = field(default=None, init=False, repr=False)
+    prompt_cache: PromptCache = field(default_factory=PromptCache, init=False, repr=False)
+    """The prompt it read last, which a request starting the same way reuses (`cached_tokens`)."""
 
     def __enter__(self) -> ScriptedOpenAIServer:
         self._server = _Server(self.port, self)

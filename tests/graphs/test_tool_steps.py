@@ -485,40 +485,28 @@ def test_every_decision_mode_offers_the_tools_in_the_plan_schema(
 
 
 TODAYS_PLAN_PARAMETERS = {
+    "type": "object",
     "properties": {
         "steps": {
+            "type": "array",
+            "minItems": 1,
             "items": {
                 "anyOf": [
                     {"type": "string"},
                     {
-                        "description": "A step with its dependencies: 1-based positions of "
-                        "earlier steps of the same list.\nWithout `depends_on` it runs after the "
-                        "step before it, like a plain string.",
+                        "type": "object",
                         "properties": {
-                            "step": {"title": "Step", "type": "string"},
-                            "depends_on": {
-                                "anyOf": [
-                                    {"items": {"type": "integer"}, "type": "array"},
-                                    {"type": "null"},
-                                ],
-                                "default": None,
-                                "title": "Depends On",
-                            },
+                            "step": {"type": "string"},
+                            "depends_on": {"type": "array", "items": {"type": "integer"}},
                         },
                         "required": ["step"],
-                        "title": "PlanStepArgs",
-                        "type": "object",
                     },
                 ]
             },
-            "minItems": 1,
-            "title": "Steps",
-            "type": "array",
             "description": DEFAULT_PROMPTS.plan_steps,
         }
     },
     "required": ["steps"],
-    "type": "object",
 }
 """The `plan` parameters before tool steps existed: what `tool_steps="off"` still sends."""
 

@@ -61,8 +61,7 @@ class DecisionTool:
     @functools.cached_property
     def _spec(self) -> dict[str, Any]:
         source = self.schema if self.schema is not None else self.args.model_json_schema()
-        parameters = inline_refs(copy.deepcopy(dict(source)))
-        parameters.pop("title", None)
+        parameters = without_titles(inline_refs(copy.deepcopy(dict(source))))
         parameters.pop("description", None)
         for name, description in self.field_descriptions.items():
             parameters["properties"][name]["description"] = description
@@ -85,6 +84,19 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
     resolved: dict[str, Any] = resolve(schema)
     return resolved
+
+
+def without_titles(schema: Any) -> Any:
+    """`schema` without pydantic's `title`s (words every request would carry for nothing)."""
+    if isinstance(schema, dict):
+        return {
+            key: without_titles(value)
+            for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [without_titles(value) for value in schema]
+    return schema
 
 
 def decision_schema(tools: Sequence[DecisionTool]) -> dict[str, Any]:
