@@ -23,11 +23,15 @@ that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of 
 Every run is bounded (--max-iterations, --request-timeout, --timeout per run), so a weak model
 ends unsolved instead of hanging. Progress goes to stderr, one line per run. `--answer` sets how
 replan's designs write their final answer (`Context.answer`; default: replan's own default).
-`--objective lookups` selects the held-out look-up objectives (`LOOKUPS`).
+
+The suite has two halves (`benchmarks/objectives.py`): the development half, which a run without
+`--objective` runs (`--objective development` names it), and the held-back half, chosen on
+2026-11-26 and not to be tuned on from then: `--objective held-back` runs it, to judge a change
+made on the development half. `--objective all` runs both; `--objective NAME` one objective.
 
 Run: python benchmarks/eval_objectives.py [--base-url URL --model M | --quirk NAME=VALUE...]
-     [--objective NAME]... [--design NAME]... [--answer plain|decision] [--repeat K]
-     [--timeout S] [--json]
+     [--objective NAME|development|held-back|all]... [--design NAME]...
+     [--answer plain|decision] [--repeat K] [--timeout S] [--json]
 Exit codes: 0 every run solved, 1 some run not solved, 2 bad usage.
 """
 
@@ -57,7 +61,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
-from benchmarks.objectives import LOOKUPS, OBJECTIVES, Kit, Objective, Outcome  # noqa: E402
+from benchmarks.objectives import (  # noqa: E402
+    DEVELOPMENT,
+    HELD_BACK,
+    OBJECTIVES,
+    Kit,
+    Objective,
+    Outcome,
+)
 from benchmarks.scripted_answers import respond  # noqa: E402
 from benchmarks.tutorial import (  # noqa: E402
     baseline_chat_model,
@@ -88,9 +99,11 @@ WAVE_NODES = {
     "tool_steps_off": EXECUTOR,
     "tutorial": "agent",
 }
+"""The node that carries out one plan step, in each design."""
 BASELINES = {"tutorial": "tutorial", "tool_steps_off": "replan"}
 """Ratios printed: every other design against the tutorial's; replan against tool steps off."""
-"""The node that carries out one plan step, in each design."""
+HALVES = {"development": DEVELOPMENT, "held-back": HELD_BACK, "all": tuple(OBJECTIVES)}
+"""What `--objective` takes besides one objective's name: a half of the suite, or both."""
 
 
 def _fallbacks(state: Mapping[str, Any]) -> int:
@@ -601,9 +614,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--objective",
         action="append",
-        choices=[*OBJECTIVES, "lookups"],
+        choices=[*OBJECTIVES, *HALVES],
         default=[],
-        help="an objective, or 'lookups' for the held-out look-up objectives (default: all)",
+        help="an objective, or a half of the suite: 'development', 'held-back' (measured on, "
+        "never tuned on), or 'all' for both (default: development)",
     )
     parser.add_argument("--design", action="append", choices=DESIGNS, default=[])
     parser.add_argument("--repeat", type=_positive(int), default=1, help="runs of each pair")
@@ -637,11 +651,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return options
 
 
+def chosen(names: Sequence[str]) -> list[Objective]:
+    """The objectives `--objective` names (objectives or halves, each once, in the order given);
+    the development half when it names none."""
+    found = [one for name in names or ["development"] for one in HALVES.get(name, [name])]
+    return [OBJECTIVES[name] for name in dict.fromkeys(found)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the suite and print the table (or JSON); 0 when every run was solved."""
     options = parse_args(argv)
-    names = [n for name in options.objective for n in (LOOKUPS if name == "lookups" else [name])]
-    objectives = [OBJECTIVES[name] for name in dict.fromkeys(names)] or list(OBJECTIVES.values())
+    objectives = chosen(options.objective)
     bounds = Bounds(
         options.max_iterations, options.request_timeout, options.run_timeout, options.answer
     )

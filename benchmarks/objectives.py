@@ -5,6 +5,12 @@ Each `Objective` has its text, the names of the suite tools it offers (a `Kit` h
 fresh state for each run), a checker of the run's `Outcome` (the final answer, the task list,
 and what the tools recorded) and `Scripted` answers: the steps a good model would plan and how
 its executor would carry each one out (`benchmarks/scripted_answers.py` plays that model).
+
+The suite has two halves. `DEVELOPMENT` is the half to work with: prompts, heuristics and tests
+may be tried on it. `HELD_BACK` is the half to measure with only: it was chosen on 2026-11-26
+(the objectives the tests then depended on least) and from that day nothing is to be tuned on
+it. No prompt, docstring, heuristic or test names its objectives or their data (only their
+definitions below do); a change is judged on it after it has been made on the development half.
 """
 
 from __future__ import annotations
@@ -56,6 +62,10 @@ AMOUNTS = {"INV-101": 120.50, "INV-102": 75.25, "INV-103": 310.00}
 PRICE_LIST = {"printer paper": 4.35, "toner": 61.90}
 """Unit prices in EUR."""
 PAPER_BOXES = 12
+BLOCKING = ("notes", "publish")
+"""Words in the subjects of the task that blocks and of the task it blocks (`check_tasks`)."""
+ORDERED = ("P-200", 2)
+"""The one order that solves the parts objective: the replacement part, the quantity asked for."""
 ERROR = "Error:"
 """How the suite's tools start a refusal (raised as ToolException: the model sees the text)."""
 
@@ -236,7 +246,7 @@ def _task(tasks: Sequence[Task], word: str) -> Task | None:
 def check_tasks(outcome: Outcome) -> bool:
     """A release-notes task and a publish task that is blocked by it."""
     tasks = outcome.tasks.sorted_tasks()
-    notes, publish = _task(tasks, "notes"), _task(tasks, "publish")
+    notes, publish = (_task(tasks, word) for word in BLOCKING)
     return notes is not None and publish is not None and notes.id in publish.blocked_by
 
 
@@ -260,7 +270,7 @@ def check_order(outcome: Outcome) -> bool:
     orders = outcome.kit.orders
     return (
         len(orders) == 1
-        and (orders[0].part, orders[0].quantity) == ("P-200", 2)
+        and (orders[0].part, orders[0].quantity) == ORDERED
         and orders[0].number in outcome.response
     )
 
@@ -699,6 +709,14 @@ SUITE: tuple[Objective, ...] = (
     ),
 )  # fmt: skip
 OBJECTIVES: dict[str, Objective] = {objective.name: objective for objective in SUITE}
-LOOKUPS = ("warehouse_most", "temperature_gap", "invoice_total", "paper_order")
-"""The held-out look-up objectives: look-ups with a computing tool, then a sum, a difference,
-a product or a comparison of their figures."""
+HELD_BACK = (
+    "replacement_part",
+    "cheaper_ticket",
+    "meeting_hour",
+    "warehouse_most",
+    "release_tasks",
+    "flaky_weather",
+)
+"""The held-back half, chosen on 2026-11-26: measured on, never tuned on (module docstring)."""
+DEVELOPMENT = tuple(name for name in OBJECTIVES if name not in HELD_BACK)
+"""The development half: every other objective, in the suite's order."""
