@@ -127,7 +127,7 @@ def test_only_task_changes_that_were_applied_are_replayed() -> None:
 # --- through the graph ----------------------------------------------------------------------
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "parallel-tasks"}}
-BRANCHES = ("north", "south", "east")
+BRANCHES = ("alpha", "beta", "gamma")
 
 
 def _turns(request: Request) -> int:
