@@ -74,10 +74,10 @@ def test_plain_text(server: ScriptedOpenAIServer) -> None:
 
 
 def test_forced_tool_call_records_tool_choice(server: ScriptedOpenAIServer) -> None:
-    server.push(tool_call("get_weather", {"city": "Oslo"}))
+    server.push(tool_call("get_weather", {"city": "Lima"}))
     model = chat(server).bind_tools([get_weather, get_time], tool_choice="get_weather")
     reply = model.invoke("weather?")
-    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_weather", {"city": "Lima"})]
     sent = server.requests[0]
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", "get_time"]
@@ -116,11 +116,11 @@ def test_parallel_tool_calls_non_streaming(server: ScriptedOpenAIServer) -> None
 
 
 def test_malformed_arguments_become_invalid_tool_calls(server: ScriptedOpenAIServer) -> None:
-    server.push(tool_call("get_weather", '{"city": "Oslo"'))
+    server.push(tool_call("get_weather", '{"city": "Lima"'))
     reply = chat(server).bind_tools([get_weather]).invoke("weather?")
     assert reply.tool_calls == []
     assert reply.invalid_tool_calls[0]["name"] == "get_weather"
-    assert reply.invalid_tool_calls[0]["args"] == '{"city": "Oslo"'
+    assert reply.invalid_tool_calls[0]["args"] == '{"city": "Lima"'
 
 
 def test_http_error_surfaces_status_and_message(server: ScriptedOpenAIServer) -> None:
@@ -272,7 +272,7 @@ def test_broken_replies_are_sent_verbatim(server: ScriptedOpenAIServer, stream: 
 def test_scripted_call_ids_may_repeat_be_empty_or_be_left_out(
     server: ScriptedOpenAIServer, stream: bool
 ) -> None:
-    calls = [("get_weather", {"city": "Oslo"})] * 3
+    calls = [("get_weather", {"city": "Lima"})] * 3
     server.push(tool_calls(calls, ids=["same", "", None]))
     reply = chat(server, streaming=stream).bind_tools([get_weather]).invoke("weather?")
     assert [c["id"] for c in reply.tool_calls] == ["same", "", None]

@@ -25,7 +25,7 @@ from replan.tools.task_tools import TASK_TOOL_NAMES, task_tools
 from tests.support.cli_harness import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
-OBJECTIVE = "Draft release notes in 1 steps"
+OBJECTIVE = "Draft a changelog entry in 1 steps"
 
 
 @tool

@@ -42,7 +42,7 @@ from tests.support.fake_models import (
     text,
 )
 
-STOCK = {"north": 120, "south": 340}
+PAGES = {"atlas": 212, "diary": 96}
 OBJECTIVE = "Compare task queues in 2 steps"
 SMALL_ON_LLAMA_CPP = dataclasses.replace(LLAMA_CPP, run_on=True, prose_when_forced=True)
 """llama-server with a small model: calls as text, replies run on, prose where a call is forced
@@ -57,9 +57,9 @@ PRESETS = {
 
 
 @tool
-def warehouse_stock(warehouse: str) -> str:
-    """Units in stock in one warehouse (north or south)."""
-    return f"Warehouse {warehouse}: {STOCK[warehouse.strip().lower()]} units"
+def page_count(book: str) -> str:
+    """The number of pages of one book (atlas or diary)."""
+    return f"Book {book}: {PAGES[book.strip().lower()]} pages"
 
 
 @tool
@@ -82,39 +82,39 @@ def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
 @both_modes
 def test_a_failure_report_without_calling_the_tool_is_asked_once_more(mode: Mode) -> None:
     model = FakeChatModel(
-        planner=[plan("Find the count of units in warehouse south")],
+        planner=[plan("Find the page count of the diary")],
         executor=[
-            text("FAILED: Warehouse south does not exist."),
-            call("warehouse_stock", warehouse="south"),
-            text("Warehouse south has 340 units."),
+            text("FAILED: The diary does not exist."),
+            call("page_count", book="diary"),
+            text("The diary has 96 pages."),
         ],
-        replanner=[respond("South has 340 units.")],
+        replanner=[respond("The diary has 96 pages.")],
     )
-    graph = build_plan_execute_graph(model, [warehouse_stock], checkpointer=InMemorySaver())
-    result = run(graph, "How many units are in warehouse south?", mode, config=_config())
+    graph = build_plan_execute_graph(model, [page_count], checkpointer=InMemorySaver())
+    result = run(graph, "How many pages has the diary?", mode, config=_config())
 
     first, second, third = model.requests_of("executor")
     reminder = second.messages[-1]
-    assert isinstance(reminder, HumanMessage) and "`warehouse_stock`" in reminder.text
+    assert isinstance(reminder, HumanMessage) and "`page_count`" in reminder.text
     assert "could not be done" in reminder.text
     assert (first.tool_choice, second.tool_choice, third.tool_choice) == (
         None,
-        "warehouse_stock",  # the run's only tool, forced by name for one turn
+        "page_count",  # the run's only tool, forced by name for one turn
         None,
     )
     (done,) = result["executed_steps"]
-    assert (done["status"], done["result"]) == ("done", "Warehouse south has 340 units.")
+    assert (done["status"], done["result"]) == ("done", "The diary has 96 pages.")
     assert graph.get_state(_config()).values["corrected_mistakes"] == 1
 
 
 def test_the_reminder_comes_once_per_step_and_the_second_report_stands() -> None:
     model = FakeChatModel(
-        planner=[plan("Find the count of units in warehouse east")],
-        executor=[text("FAILED: no warehouse east."), text("FAILED: there is no east.")],
-        replanner=[respond("No such warehouse.")],
+        planner=[plan("Find the page count of the almanac")],
+        executor=[text("FAILED: no book almanac."), text("FAILED: there is no almanac.")],
+        replanner=[respond("No such book.")],
     )
-    graph = build_plan_execute_graph(model, [warehouse_stock], checkpointer=InMemorySaver())
-    result = run(graph, "Units in warehouse east?", config=_config())
+    graph = build_plan_execute_graph(model, [page_count], checkpointer=InMemorySaver())
+    result = run(graph, "Pages of the almanac?", config=_config())
 
     assert len(model.requests_of("executor")) == 2
     assert result["executed_steps"][0]["status"] == "failed"
@@ -142,24 +142,24 @@ def test_a_figure_no_tool_gave_is_checked_and_the_step_names_the_tool_to_force()
 
 def test_figures_from_earlier_results_and_steps_without_own_tools_pass_unchecked() -> None:
     model = FakeChatModel(
-        planner=[plan("Find the stock of warehouse north", "Say whether north has over 100")],
+        planner=[plan("Find the pages of the atlas", "Say whether the atlas has over 100")],
         executor=[
-            call("warehouse_stock", warehouse="north"),
-            text("Warehouse north: 120 units"),
-            text("1. North has 120 units, over 100."),  # figures it was given
+            call("page_count", book="atlas"),
+            text("Book atlas: 212 pages"),
+            text("1. The atlas has 212 pages, over 100."),  # figures it was given
         ],
-        replanner=[plan("Say whether north has over 100"), respond("Yes: 120 units.")],
+        replanner=[plan("Say whether the atlas has over 100"), respond("Yes: 212 pages.")],
     )
-    result = run(build_plan_execute_graph(model, [warehouse_stock]), "Is north over 100?")
+    result = run(build_plan_execute_graph(model, [page_count]), "Is the atlas over 100 pages?")
     assert len(model.requests_of("executor")) == 3
     assert [done["status"] for done in result["executed_steps"]] == ["done", "done"]
 
     only_task_tools = FakeChatModel(
-        planner=[plan("Count the units")],
-        executor=[text("There are 999 units.")],
+        planner=[plan("Count the pages")],
+        executor=[text("There are 999 pages.")],
         replanner=[respond("999")],
     )
-    run(build_plan_execute_graph(only_task_tools), "Count the units")
+    run(build_plan_execute_graph(only_task_tools), "Count the pages")
     assert len(only_task_tools.requests_of("executor")) == 1
 
 
@@ -175,24 +175,26 @@ def test_a_call_written_as_text_after_the_reminder_is_run(
         if "tool" in roles:
             return script.respond(request)
         if roles.count("assistant"):  # reminded: the call, which llama-server leaves as text
-            return tool_call("warehouse_stock", {"warehouse": "north"})
-        return said("Warehouse north holds 999 units.")
+            return tool_call("page_count", {"book": "atlas"})
+        return said("The atlas holds 999 pages.")
 
     with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
-        graph = build_plan_execute_graph(tools=[warehouse_stock], checkpointer=InMemorySaver())
-        result = run(graph, "Stock of north in 1 steps", config=_config(), context=_context(server))
+        graph = build_plan_execute_graph(tools=[page_count], checkpointer=InMemorySaver())
+        result = run(
+            graph, "Pages of the atlas in 1 steps", config=_config(), context=_context(server)
+        )
         state = graph.get_state(_config()).values
 
     assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
     executor = [r for r in server.requests if script.classify(r).role == "executor"]
     tool_replies = [m for m in executor[-1]["messages"] if m.get("role") == "tool"]
-    assert [m["content"] for m in tool_replies] == ["Warehouse north: 120 units"]
+    assert [m["content"] for m in tool_replies] == ["Book atlas: 212 pages"]
     assert state["recovered_calls"] >= 1 and state["corrected_mistakes"] == 1
 
 
 @pytest.mark.parametrize(
     "written",
-    ['{"warehouse": "north"}', '{"name": "warehouse_stock", "arguments": {"warehouse": "north"}}'],
+    ['{"book": "atlas"}', '{"name": "page_count", "arguments": {"book": "atlas"}}'],
 )
 def test_where_tool_choice_is_not_enforced_the_forced_call_is_asked_for_as_json(
     monkeypatch: pytest.MonkeyPatch, written: str
@@ -208,11 +210,13 @@ def test_where_tool_choice_is_not_enforced_the_forced_call_is_asked_for_as_json(
             return said(written)
         if "tool" in [m.get("role") for m in request["messages"]]:
             return script.respond(request)
-        return said("FAILED: there is no tool for warehouses.")
+        return said("FAILED: there is no tool for books.")
 
     with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
-        graph = build_plan_execute_graph(tools=[warehouse_stock], checkpointer=InMemorySaver())
-        result = run(graph, "Stock of north in 1 steps", config=_config(), context=_context(server))
+        graph = build_plan_execute_graph(tools=[page_count], checkpointer=InMemorySaver())
+        result = run(
+            graph, "Pages of the atlas in 1 steps", config=_config(), context=_context(server)
+        )
         state = graph.get_state(_config()).values
 
     assert state["decision_mode"]["mode"] == "json_schema"  # the planner's call came as text
@@ -220,10 +224,10 @@ def test_where_tool_choice_is_not_enforced_the_forced_call_is_asked_for_as_json(
     forced = next(r for r in executor if "response_format" in r)
     assert "tools" not in forced
     schema = forced["response_format"]["json_schema"]["schema"]
-    assert list(schema["properties"]) == ["warehouse"]
-    assert "Call `warehouse_stock` now" in forced["messages"][-1]["content"]
+    assert list(schema["properties"]) == ["book"]
+    assert "Call `page_count` now" in forced["messages"][-1]["content"]
     tool_replies = [m for m in executor[-1]["messages"] if m.get("role") == "tool"]
-    assert [m["content"] for m in tool_replies] == ["Warehouse north: 120 units"]
+    assert [m["content"] for m in tool_replies] == ["Book atlas: 212 pages"]
     assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
     assert state["corrected_mistakes"] == 1
 
@@ -235,11 +239,11 @@ def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
     with_calculator = FakeChatModel(
         planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
     )
-    run(build_plan_execute_graph(with_calculator, [warehouse_stock, calculator]), "Add")
+    run(build_plan_execute_graph(with_calculator, [page_count, calculator]), "Add")
     without = FakeChatModel(
         planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
     )
-    run(build_plan_execute_graph(without, [warehouse_stock]), "Add")
+    run(build_plan_execute_graph(without, [page_count]), "Add")
 
     def asked(model: FakeChatModel) -> tuple[str, ...]:
         """What each node is asked after the head all requests share."""
@@ -449,27 +453,27 @@ def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_ends_th
 @pytest.mark.parametrize(
     ("step", "builds_on", "forced"),
     [
-        ("Find the stock of north", False, "warehouse_stock"),  # a look-up: the other tool
+        ("Find the pages of the atlas", False, "page_count"),  # a look-up: the other tool
         ("Compare the counts", True, "calculator"),  # on earlier results: the computing one
         ("Find the temperature in Lisbon", True, "temperature"),  # named in the step
-        ("Find the stock of north", True, "calculator"),
+        ("Find the pages of the atlas", True, "calculator"),
     ],
 )
 def test_a_step_that_names_no_tool_is_forced_to_the_one_of_its_kind(
     step: str, builds_on: bool, forced: str
 ) -> None:
     offer = ToolOffer(
-        (warehouse_stock, temperature, calculator),
+        (page_count, temperature, calculator),
         has_task_tools=False,
-        own=("warehouse_stock", "temperature", "calculator"),
+        own=("page_count", "temperature", "calculator"),
     )
     two = ToolOffer(
-        (warehouse_stock, calculator), has_task_tools=False, own=("warehouse_stock", "calculator")
+        (page_count, calculator), has_task_tools=False, own=("page_count", "calculator")
     )
     chosen_offer = offer if "temperature" in step else two
     assert tool_to_force(chosen_offer, step, builds_on) == forced
     # with two look-up tools and no name in the step, none is guessed
-    assert tool_to_force(offer, "Find the stock of north", False) is None
+    assert tool_to_force(offer, "Find the pages of the atlas", False) is None
 
 
 @both_modes
@@ -483,12 +487,12 @@ def test_llama_cpp_python_takes_back_an_executor_call_with_empty_content(
     def respond(request: dict[str, Any]) -> Reply:
         roles = [m.get("role") for m in request["messages"]]
         if script.classify(request).role == "executor" and "tool" not in roles:
-            return tool_call("warehouse_stock", {"warehouse": "north"})
+            return tool_call("page_count", {"book": "atlas"})
         return script.respond(request)
 
     server.responder = respond
-    graph = build_plan_execute_graph(tools=[warehouse_stock])
-    result = run(graph, "Stock of north in 1 steps", mode, context=_context(server))
+    graph = build_plan_execute_graph(tools=[page_count])
+    result = run(graph, "Pages of the atlas in 1 steps", mode, context=_context(server))
 
     assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"
     sent_back = [

@@ -73,12 +73,12 @@ class Kit:
 
         @tool
         def flaky(city: str) -> str:
-            """A forecast service that is busy at first."""
+            """A clock service that is busy at first."""
             kit.calls.append(("flaky", city))
             if kit.flaky_failures:
                 kit.flaky_failures -= 1
                 raise ToolException("Error: busy, try again")
-            return f"{city}: 13.4 °C"
+            return f"{city}: 09:30"
 
         return [price, double, note, flaky]
 
@@ -146,7 +146,7 @@ def test_a_text_step_that_spells_a_call_reads_as_that_call() -> None:
     assert tools.call_in_text("double(value: $1 * 3)") == ("double", {"value": "$1 * 3"})
     assert tools.call_in_text("note(text='a b')") == ("note", {"text": "a b"})
     assert tools.call_in_text("Look up price(A) first") is None  # a sentence stays text
-    assert tools.call_in_text("weather(Oslo)") is None  # not a tool of the run
+    assert tools.call_in_text("clock(Quito)") is None  # not a tool of the run
     assert tools.call_in_text("price(A, B)") is None  # more arguments than parameters
 
 
@@ -256,7 +256,7 @@ def test_substitution_whole_inline_and_numbers() -> None:
             "items": {"type": "array", "items": {"type": "string"}},
         }
     }
-    results = {1: " kettle costs 24.90 EUR ", 2: "40", 3: "P-200: 40 in stock", 4: "8.0 km"}
+    results = {1: " kettle costs 24.90 EUR ", 2: "40", 3: "Room 12: 40 chairs in it", 4: "8.0 km"}
     args = {
         "text": "$1",
         "amount": "$1",
@@ -269,10 +269,12 @@ def test_substitution_whole_inline_and_numbers() -> None:
         "amount": 24.9,
         "count": 40,
         "maybe": 8.0,
-        "items": ["P-200: 40 in stock", "x 40 y"],
+        "items": ["Room 12: 40 chairs in it", "x 40 y"],
     }
     # no number at the end: the text goes, and the tool says what is wrong with it
-    assert substitute({"amount": "$3"}, results, parameters) == {"amount": "P-200: 40 in stock"}
+    assert substitute({"amount": "$3"}, results, parameters) == {
+        "amount": "Room 12: 40 chairs in it"
+    }
     assert substitute({"count": "$4"}, results, parameters) == {"count": 8}
     assert [number_at_end(t) for t in ("-3", "1e3", "12 apples here", "")] == [
         -3,
@@ -284,14 +286,14 @@ def test_substitution_whole_inline_and_numbers() -> None:
 
 def test_a_computing_tool_takes_the_number_each_reference_holds() -> None:
     parameters = {"properties": {"expression": {"type": "string"}}}
-    results = {1: "printer paper: 4.35 EUR per box", 2: "22.0 °C", 3: "P-200: 40 in stock"}
+    results = {1: "printer paper: 4.35 EUR per box", 2: "22.0 °C", 3: "Room 12: 40 chairs in it"}
     args = {"expression": "$1 * 12 - $2"}
     assert substitute(args, results, parameters, computes=True) == {
         "expression": "4.35 * 12 - 22.0"
     }
     # a result with two numbers, none at the end, goes in as text, and the tool says so
     assert substitute({"expression": "$3 + 1"}, results, parameters, computes=True) == {
-        "expression": "P-200: 40 in stock + 1"
+        "expression": "Room 12: 40 chairs in it + 1"
     }
     # a tool that does not compute takes the text
     assert substitute(args, results, parameters) == {
@@ -313,7 +315,7 @@ def test_a_computing_tool_takes_the_number_each_reference_holds() -> None:
 @pytest.mark.parametrize(
     ("bad", "problem"),
     [
-        ([{"tool": "weather", "args": {"city": "Oslo"}}], "step 1: there is no tool `weather`"),
+        ([{"tool": "clock", "args": {"city": "Quito"}}], "step 1: there is no tool `clock`"),
         (
             [{"tool": "price", "args": {"item": 3}}],
             "the arguments of `price` do not fit its schema",
@@ -383,23 +385,23 @@ def test_the_same_call_twice_in_one_wave_is_made_once() -> None:
 @both_modes
 def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: Mode) -> None:
     kit = Kit()
-    flaky = {"tool": "flaky", "args": {"city": "Oslo"}}
+    flaky = {"tool": "flaky", "args": {"city": "Quito"}}
     note = {"tool": "note", "args": {"text": "$1"}}
     model = FakeChatModel(
         planner=[plan_call(flaky, note)],
-        replanner=[plan_call(flaky, note), respond("13.4 °C")],  # note: still step 2
+        replanner=[plan_call(flaky, note), respond("09:30")],  # note: still step 2
     )
     graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
-    result = run(graph, "Weather", mode, config=CONFIG)
+    result = run(graph, "Time", mode, config=CONFIG)
 
-    assert kit.calls == [("flaky", "Oslo"), ("flaky", "Oslo")]  # note never ran
+    assert kit.calls == [("flaky", "Quito"), ("flaky", "Quito")]  # note never ran
     failed, skipped, retried = sorted(result["executed_steps"], key=lambda d: d["id"])
     assert (failed["status"], failed["result"]) == ("failed", "Error: busy, try again")
     assert skipped["status"] == "failed" and "refers to the result of step 1" in skipped["result"]
-    assert (retried["status"], retried["result"]) == ("done", "Oslo: 13.4 °C")
+    assert (retried["status"], retried["result"]) == ("done", "Quito: 09:30")
     assert "reused_from" not in retried
     assert (
-        'flaky(city="Oslo") → Error: busy, try again [failed]'
+        'flaky(city="Quito") → Error: busy, try again [failed]'
         in model.requests_of("replanner")[0].prompt
     )
 
