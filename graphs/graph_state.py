@@ -60,7 +60,7 @@ class PlannedStep(TypedDict):
     """A step still to do: a stable `id` (unique in the thread, the number the model was shown),
     its text, and the ids of the steps that must be done before it starts. A tool step also has
     the `tool` it runs and its `args` (with `"$N"` references to the results of steps by id);
-    its text is the call as shown to people, e.g. `price(item="A")`."""
+    its text is the call as shown to people, e.g. `area(room="A")`."""
 
     id: int
     step: str

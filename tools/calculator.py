@@ -1,9 +1,9 @@
 """A safe calculator tool, and how a run recognises a tool that computes.
 
-Small models get sums wrong (one wrote 706.75 for 120.50 + 75.25 + 310.00). When a run has a
-*computing* tool, replan's prompts send sums, differences and comparisons of figures to it
-instead of the model's head. A tool computes when its `metadata` says so
-(`{COMPUTES_KEY: True}`); `calculator` does, and `computing(tool)` marks a tool of your own.
+Small models get sums wrong, even of three amounts. When a run has a *computing* tool,
+replan's prompts send sums, differences and comparisons of figures to it instead of the model's
+head. A tool computes when its `metadata` says so (`{COMPUTES_KEY: True}`); `calculator` does,
+and `computing(tool)` marks a tool of your own.
 
 `evaluate` reads an arithmetic expression with Python's parser and walks the tree itself: only
 numbers, + - * / ** , parentheses and the functions of `FUNCTIONS` (max, min, abs, round) are
@@ -106,7 +106,7 @@ def number_text(value: float) -> str:
 
 def calculate(expression: str) -> str:
     """Evaluate arithmetic with numbers, + - * / **, parentheses and max(), min(), abs(),
-    round(), e.g. '(120.5 + 75.25) * 2' or 'max(120, 340, 275)'. Use it for every sum,
+    round(), e.g. '(16.5 + 6.25) * 2' or 'max(64, 212, 97)'. Use it for every sum,
     difference, product, ratio or comparison of figures."""
     try:
         return f"{expression.strip()} = {number_text(evaluate(expression))}"

@@ -100,7 +100,7 @@ class PlanArgs(BaseModel):
 def _call_written_as_text(
     step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools
 ) -> str | PlanStepArgs | ToolStepArgs:
-    """A text step that spells a call of one of the run's tools (`temperature(Lisbon)`), as the
+    """A text step that spells a call of one of the run's tools (`area(Hall)`), as the
     tool step it means (waiting, as any tool step, only for the steps it names); any other
     step as it is."""
     text = step if isinstance(step, str) else step.step if isinstance(step, PlanStepArgs) else None

@@ -1,6 +1,6 @@
 """The caller's own tools as plan steps may call them (`OwnTools`): their names, argument
 schemas for the `plan` decision, which of them compute, and calls written as text
-(`price(item="A")`) read back as tool steps."""
+(`area(room="A")`) read back as tool steps."""
 
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ class OwnTools:
     def call_in_text(self, text: str) -> tuple[str, dict[str, Any]] | None:
         """The tool step a text step spells as a call of one of these tools, or None.
 
-        Small models write a tool step as the text `temperature(Lisbon)` or
-        `price(item="A", size=2)` (the form progress shows tool steps in). The arguments are
+        Small models write a tool step as the text `area(Hall)` or
+        `area(room="A", floor=2)` (the form progress shows tool steps in). The arguments are
         read as Python call arguments: literals as they are, a bare word or any other
         expression as its text; positional ones fill the tool's parameters in order. A tool
         with one parameter takes the whole text between the parentheses when it does not parse

@@ -14,19 +14,19 @@ References. In `args`, `"$N"` names the result of step N (the numbers of
 - a string that is exactly `"$N"` becomes step N's result, its text stripped; but where the
   tool's argument (a top-level property of its JSON schema) is of type `number` or `integer`,
   and that text holds a number (`number_written`: it is or ends in one, optionally followed by
-  one short word without digits such as a unit or a currency, `"8.04672 km"`, `"kettle costs
-  24.90 EUR"`; else it holds only one), it becomes that number (an integer for `integer` when
+  one short word without digits such as a unit or a currency, `"3.75 m"`, `"the lamp costs
+  18.40 CHF"`; else it holds only one), it becomes that number (an integer for `integer` when
   it is whole);
 - `$N` inside a longer string is replaced in place by step N's result text, stripped;
 - for a *computing* tool (`replan.tools.calculator.is_computing`), every `$N` in a string
   becomes the number step N's result holds (the number it is or ends in, else the only number
-  in it: `"printer paper: 4.35 EUR per box"` gives `4.35`), so `calculator("$1 * 12")` computes;
+  in it: `"lamp oil: 2.15 CHF per litre"` gives `2.15`), so `calculator("$1 * 8")` computes;
   a result with no such number goes in as text, and the tool says what is wrong with it;
 - strings inside lists and objects are treated the same way (numbers only at the top level);
 - a tool step whose referenced step did not end `done` is not run: it fails, saying so;
 - in a computing tool's arguments, a `$N` that names no step of the plan (nor a done one) is
-  read as the plain number N when the plan is taken: small models write "$12 * 3.50" for
-  twelve at 3.50 (`money_as_numbers`).
+  read as the plain number N when the plan is taken: small models write "$40 * 1.25" for
+  forty at 1.25 (`money_as_numbers`).
 
 Dedupe. A tool step whose tool and arguments (after substitution) equal those of a tool step
 already done in this run takes that step's result instead of calling the tool again (it is
@@ -148,7 +148,7 @@ def substitute(
 
 def money_as_numbers(value: Any, nameable: set[int]) -> Any:
     """`value` with every `$N` that names no step (`nameable` holds those that do) written as
-    the plain number N: in a computing tool's expression "$12" can only mean 12."""
+    the plain number N: in a computing tool's expression "$40" can only mean 40."""
     if isinstance(value, str):
         return REFERENCE.sub(lambda m: m[0] if int(m[1]) in nameable else m[1], value)
     if isinstance(value, Mapping):
@@ -159,7 +159,7 @@ def money_as_numbers(value: Any, nameable: set[int]) -> Any:
 
 
 def format_call(tool: str, args: Mapping[str, Any]) -> str:
-    """A call as people read it: `price(item="A", quantity=2)`."""
+    """A call as people read it: `area(room="A", floor=2)`."""
     shown = ", ".join(
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
     )
@@ -173,7 +173,7 @@ def first_line(text: str, limit: int = RESULT_CHARS) -> str:
 
 
 def tool_step_line(done: Mapping[str, Any]) -> str:
-    """A done tool step in one line: `price(item="A") → 4.20`, saying when it failed or took an
+    """A done tool step in one line: `area(room="A") → 12.5`, saying when it failed or took an
     earlier step's result."""
     call = format_call(done["tool"], done.get("args") or {})
     status = done.get("status", "done")

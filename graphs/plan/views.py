@@ -94,7 +94,7 @@ def format_executed_steps(
     steps: Sequence[ExecutedStep], *, limit: int | None = None, empty: str = "(none yet)"
 ) -> str:
     """Each executed step by its number, with its result, or `empty`; a tool step as its call
-    and result (`price(item="A") → 4.20`). `limit` shortens long results to their first `limit`
+    and result (`area(room="A") → 12.5`). `limit` shortens long results to their first `limit`
     characters."""
     blocks = []
     for position, done in enumerate(steps, 1):

@@ -74,7 +74,7 @@ def task_changes(before: TaskContext | None, after: TaskContext) -> list[str]:
 
 def _step_line(done: ExecutedStep, *, elapsed: str = "", note: str = "") -> str:
     """`Step N done in 1.2 s: first line of the result` (or unfinished, failed), then `note`;
-    a tool step as `Step N: price(item="A") → 4.20` (its call and result, `tool_step_line`)."""
+    a tool step as `Step N: area(room="A") → 12.5` (its call and result, `tool_step_line`)."""
     if "tool" in done:
         return f"Step {done.get('id')}: {tool_step_line(done)}{note}"
     result = first_line(done["result"], RESULT_CHARS)
