@@ -386,11 +386,13 @@ def test_servers_ignoring_a_named_choice_leave_the_scripted_call(
         )
 
 
-def test_a_plan_beside_a_response_is_taken_only_when_it_adds_a_call(
+def test_a_guessed_answer_beside_a_new_tool_step_waits_for_it_and_one_beside_done_steps_stands(
     server: ScriptedOpenAIServer,
 ) -> None:
-    """A new tool step beside a response: the response is a guess, the plan goes on. Done
-    steps or text steps beside a response: the response stands."""
+    """Small models send a guessed answer beside the calls still needed (`adds_call`): a new
+    tool step beside a response makes the response a guess, and the plan goes on. They also
+    re-list done steps or restate the work in text steps beside a right answer: then the
+    response stands."""
     looked_up: list[str] = []
 
     @tool

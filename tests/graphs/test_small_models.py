@@ -107,7 +107,9 @@ def test_a_failure_report_without_calling_the_tool_is_asked_once_more(mode: Mode
     assert graph.get_state(_config()).values["corrected_mistakes"] == 1
 
 
-def test_the_reminder_comes_once_per_step_and_the_second_report_stands() -> None:
+def test_a_failure_reported_again_after_the_reminder_stands() -> None:
+    """A model that reports failure again once reminded of its tools is believed: the reminder
+    comes once per step, so a step that cannot be done does not loop."""
     model = FakeChatModel(
         planner=[plan("Find the page count of the almanac")],
         executor=[text("FAILED: no book almanac."), text("FAILED: there is no almanac.")],
@@ -121,7 +123,9 @@ def test_the_reminder_comes_once_per_step_and_the_second_report_stands() -> None
     assert graph.get_state(_config()).values["corrected_mistakes"] == 1
 
 
-def test_a_figure_no_tool_gave_is_checked_and_the_step_names_the_tool_to_force() -> None:
+def test_a_small_model_making_up_a_figure_is_reminded_and_made_to_call_the_named_tool() -> None:
+    """Small models report a figure no tool gave instead of calling the tool: the reminder
+    names the figure and the computing tool, and the tool the step names is forced."""
     model = FakeChatModel(
         planner=[plan("Find the temperature in Lisbon")],
         executor=[

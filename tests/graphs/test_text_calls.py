@@ -65,7 +65,8 @@ EXPECTED_BOTH = [("TaskCreate", CREATE["arguments"]), ("TaskList", {})]
         "a function call in a fence",
     ],
 )
-def test_each_shape_of_one_call_is_read(text: str) -> None:
+def test_a_call_written_as_text_is_read_in_each_shape_servers_return(text: str) -> None:
+    """Servers such as llama-server return a small model's tool call as the reply's text."""
     assert _named(text) == [("TaskCreate", CREATE["arguments"])]
 
 
@@ -203,7 +204,8 @@ def test_a_reply_with_real_tool_calls_is_left_alone() -> None:
     ],
     ids=["bare", "fenced"],
 )
-def test_a_forced_decision_takes_a_lone_object_of_its_arguments(text: str) -> None:
+def test_a_model_writing_only_a_forced_decisions_arguments_gets_that_call(text: str) -> None:
+    """Asked for one decision, small models write only its arguments as a JSON object."""
     reply = recover_text_calls(AIMessage(text), PLAN_FORCED)
     assert reply is not None
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [

@@ -182,7 +182,10 @@ def _plain_server(responder: Any) -> ScriptedOpenAIServer:
     return ScriptedOpenAIServer(responder)
 
 
-def test_the_planner_takes_bare_plan_arguments() -> None:
+def test_a_planner_writing_only_its_plan_arguments_as_text_gets_the_plan_taken() -> None:
+    """A small model answers the forced `plan` with its arguments alone, as text: the plan is
+    taken, with no second planner request."""
+
     def bare_plan(request: dict[str, Any]) -> Reply:
         if script.classify(request).role == "planner":
             return text(json.dumps({"steps": script.first_plan(request)}))

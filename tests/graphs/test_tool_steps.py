@@ -151,8 +151,11 @@ def test_a_text_step_that_spells_a_call_reads_as_that_call() -> None:
 
 
 @both_modes
-def test_plan_texts_written_as_calls_run_as_tool_steps(mode: Mode) -> None:
-    """Small models list `price(A)` as a text step: it runs as the tool step it spells."""
+def test_a_small_model_listing_tool_calls_as_text_steps_gets_them_run_as_tool_steps(
+    mode: Mode,
+) -> None:
+    """Small models list `price(A)` as a text step: it runs as the tool step it spells, with
+    no executor model call."""
     kit = Kit()
     model = FakeChatModel(
         planner=[plan_call("price(A)", "price(B)", "double($1)")],
@@ -226,9 +229,10 @@ def test_a_calculator_step_computes_with_the_figure_a_look_up_gave() -> None:
     assert not model.requests_of("executor")
 
 
-def test_dollars_before_a_number_that_names_no_step_are_money_in_a_computing_step() -> None:
-    """ "$12 * 3.50" (a plan of one step): step 12 does not exist, so it is twelve; "$1" is a
-    step. A tool that does not compute keeps the mistake, which is corrected."""
+def test_a_small_model_writing_dollar_twelve_for_twelve_in_a_calculator_step_gets_twelve() -> None:
+    """Small models write "$12 * 3.50" for twelve at 3.50: in a plan of one step, step 12 does
+    not exist, so "$12" is twelve, where "$1" is a step (`money_as_numbers`). A tool that does
+    not compute keeps the mistake, which is corrected."""
     model = FakeChatModel(
         planner=[
             plan_call(
