@@ -27,6 +27,8 @@ from replan.tools.arguments import validation_problems
 from replan.tools.calculator import is_computing
 
 _CALL_TEXT = re.compile(r"^\s*([A-Za-z0-9_-]{1,64})\((.*)\)\s*\.?\s*$", re.S)
+_ANOTHER_CALL = re.compile(r"['\"]\)\s*,\s*[A-Za-z_][\w-]*\(")
+"""Where one call written as text ends and another begins, inside what parsed as a string."""
 
 
 def _needs_state(tool: BaseTool) -> bool:
@@ -75,15 +77,14 @@ class OwnTools:
     def item_schemas(self) -> list[dict[str, Any]]:
         """One `steps` item schema per tool: its name fixed by a one-value `enum` (honoured by
         more servers than `const`), its arguments inlined with `additionalProperties: false`,
-        a reference `"$N"` allowed wherever an argument is not a string."""
+        a reference `"$N"` allowed wherever an argument is a number (a result is read as one
+        there; a yes/no or a list is never a step's result)."""
         return [self._item_schema(name) for name in self.by_name]
 
     def _item_schema(self, name: str) -> dict[str, Any]:
         parameters = self.parameters[name]
         properties = {
-            key: prop
-            if "string" in _types(prop) or not _types(prop)
-            else {"anyOf": [prop, REFERENCE_SCHEMA]}
+            key: {"anyOf": [prop, REFERENCE_SCHEMA]} if _types(prop) & NUMBER_TYPES else prop
             for key, prop in (parameters.get("properties") or {}).items()
         }
         args: dict[str, Any] = {"type": "object", "properties": properties}
@@ -132,6 +133,8 @@ class OwnTools:
         positional = zip(names[: len(call.args)], call.args, strict=True)
         args = {name: _argument(node, source) for name, node in positional}
         args.update({str(k.arg): _argument(k.value, source) for k in call.keywords})
+        if any(isinstance(v, str) and _ANOTHER_CALL.search(v) for v in args.values()):
+            return None  # several calls, quoted across: `mkdir(d="x'), cp(s='y")`
         return match[1], args
 
     def example(self, computing: Sequence[str] = ()) -> str:

@@ -575,3 +575,40 @@ def test_a_run_killed_in_a_wave_of_tool_steps_resumes_without_calling_done_ones_
     assert outcome["response"] == "looked up 4 things"
     assert sorted(outcome["ids"]) == [1, 2, 3, 4]  # each step recorded once
     assert (tmp_path / CALLS_FILE).exists()
+
+
+@tool
+def copy_file(source: str, destination: str) -> str:
+    """Copy a file."""
+    return f"copied {source} to {destination}"
+
+
+@tool
+def list_files(hidden: bool = False) -> str:
+    """List the files of the current folder."""
+    return "a.txt"
+
+
+def test_a_text_step_holding_several_calls_quoted_across_stays_a_text_step() -> None:
+    """A small model wrote one text step `copy_file(source="a'), copy_file(source='b")`: read as
+    one call, its argument was the text of both (quotes opened by one call, closed by the
+    other); such a step is left to the executor."""
+    tools = OwnTools([copy_file])
+    merged = "copy_file(source=\"a.txt'), copy_file(source='b.txt\", destination='backup')"
+    assert tools.call_in_text(merged) is None
+    assert tools.call_in_text("copy_file(source='a.txt', destination='backup')") == (
+        "copy_file",
+        {"source": "a.txt", "destination": "backup"},
+    )
+
+
+def test_a_yes_or_no_argument_is_offered_no_reference_to_a_result() -> None:
+    """A small model copying the prompt's "$1" put an earlier step's result into a yes/no
+    argument (`list_files(hidden="$1")`): the plan schema offers a reference for numbers only."""
+    (item,) = OwnTools([list_files]).item_schemas
+    assert item["properties"]["args"]["properties"]["hidden"] == {
+        "type": "boolean",
+        "default": False,
+    }
+    numbers = OwnTools([calculator]).item_schemas[0]["properties"]["args"]["properties"]
+    assert "anyOf" not in numbers["expression"]  # a string takes "$N" inside it as it is
