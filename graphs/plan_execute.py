@@ -174,8 +174,8 @@ def build_plan_execute_graph(
         executor_max_steps: Default most model calls the executor makes for one step; past it
             the step is recorded as unfinished and the replanner decides.
         mistake_retries: Default number of times the planner/replanner re-ask a model that
-            answered without a usable `plan`/`respond` call before the planner raises
-            `PlanExecuteError` or the replanner ends the run `no_decision`.
+            answered without a usable `plan`/`respond` call before they end the turn not
+            finished (`no_decision`), with a report naming the problem.
         prompts: Replacement texts (see `replan.graphs.prompts`).
         language: Language of the task tools' descriptions ("en" or "zh").
         task_store: Where the task tools keep the task list: None for each run's own list in

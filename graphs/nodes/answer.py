@@ -7,8 +7,8 @@ of the steps. Its tokens stream like any model turn and its usage is counted und
 blank reply keeps the replanner's note, followed by the results.
 
 With `answer="decision"` (the default, `DEFAULT_ANSWER`: on the real small model the plain
-answer was no better, see docs/small-models.md, and it costs a request), and for runs that end
-without meeting the objective (a `stop_reason`), the run ends at the replanner.
+answer was no better, see docs/small-models.md, and it costs a request), and for turns that end
+without meeting the objective (a `stop_reason`), the replanner goes straight to `reply`.
 """
 
 from __future__ import annotations

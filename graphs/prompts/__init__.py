@@ -68,25 +68,6 @@ from replan.graphs.prompts.reports import (
     SUPERSEDED,
 )
 
-"""How an executor's report starts when it could not do its step (see `EXECUTOR`)."""
-"""What `EXECUTOR` says in `{task_tools}` when the run offers the task tools (else nothing)."""
-"""What `EXECUTOR` says in `{computing}` when the run has a computing tool (else nothing)."""
-"""What `PLANNER` says in `{computing}` when the run has a computing tool (else nothing)."""
-"""What the executor is told, once per step, when its report {problem} with no tool call."""
-"""What a reminded executor is told when the server does not enforce `tool_choice` and the
-forced call is asked for as a JSON object of the tool's arguments."""
-"""How the replanner prompts' `{respond}` asks for the answer in the decision
-(`answer="decision"`)."""
-"""How the replanner prompts' `{respond}` asks for a note only, the answer being written next
-(`answer="plain"`)."""
-"""The system prompt of the plain-text answer (`Context.answer="plain"`)."""
-"""The planner's system prompt when the run offers tool steps (`planner` otherwise)."""
-"""The replanner's system prompt when the run offers tool steps (`replanner` otherwise)."""
-"""What `REPLANNER_TOOL_STEPS` says in `{computing}` when the run has a computing tool."""
-"""The result of a tool step whose referenced steps failed or are unfinished."""
-"""The result of a tool step naming a tool the run does not have (e.g. resumed without it)."""
-"""`plan_steps` when the run offers tool steps (the prompt says the rest)."""
-
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "head": frozenset({"tools"}),
     "planner": frozenset({"tools", "computing"}),

@@ -1,5 +1,5 @@
-"""The planner's texts: its system prompts (with and without tool steps) and the `plan`
-decision's descriptions."""
+"""The planner's texts (with and without tool steps, sent after the conversation in the user
+message), what follows the last answer on a follow-up, and the `plan` decision's descriptions."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ on, so say in each step what it needs and what it must produce. A plain string r
 step before it; {{"step": "...", "depends_on": [N, ...]}} waits for steps N, ... (an empty list: \
 none). Steps are numbered in order from 1, unless told otherwise above. Plan only what the tools \
 or writing can do; the last step gives the answer.{computing}"""
+"""What the planner is asked, after the conversation, when the run offers no tool steps."""
 
 PLANNER_COMPUTING = """
 Work out figures in steps that use {tools}."""
+"""What `PLANNER` says in `{computing}` when the run has a computing tool (else nothing)."""
 
 PLANNER_TOOL_STEPS = """Plan the objective above: call `plan` once with its steps, numbered in \
 order from 1 unless told otherwise above. A tool step {{"tool": NAME, "args": {{...}}}} calls a \
@@ -19,6 +21,7 @@ tool directly; "$N" in its args is step N's result, e.g. {example}. Any other st
 an agent that sees only it, the objective and the results it depends on ({{"step": "...", \
 "depends_on": [N]}}); a plain string waits for the step before it. The last step gives the \
 answer.{computing}"""
+"""What the planner is asked when the run offers tool steps (`PLANNER` otherwise)."""
 
 PLAN_TOOL = "Submit the plan: the steps to carry out, in order."
 PLAN_STEPS = (
@@ -26,6 +29,7 @@ PLAN_STEPS = (
     "(step numbers) waits for the steps named."
 )
 PLAN_STEPS_TOOLS = "The steps: tool steps, text steps, or plain strings."
+"""`plan_steps` when the run offers tool steps (the planner's text says the rest)."""
 
 PLANNER_EARLIER = """Results of the steps behind this answer, by number (the next plan may name \
 them in `depends_on`, or as "$N" in a tool step's args):

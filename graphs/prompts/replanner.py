@@ -1,5 +1,5 @@
-"""The replanner's texts: its system prompts, its briefing of the run so far, and the
-`respond` decision's descriptions."""
+"""The replanner's texts: what it is asked (with and without tool steps) and its briefing of the
+turn so far, both in the user message, and the `respond` decision's descriptions."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ before it; {{"step": "...", "depends_on": [N]}} waits for steps N. A step kept w
 keeps its number; a new one is numbered from the number given below and sees only its text and \
 the results it depends on, so copy in what it needs. A step that failed for lack of a tool fails \
 again: plan another way, or respond."""
+"""What the replanner is asked, before its briefing (`REPLANNER_TASK`), when the run offers no
+tool steps."""
 
 RESPOND_WITH_ANSWER = """`respond` with the full answer, from the results"""
+"""How the replanner texts' `{respond}` asks for the answer in the decision
+(`answer="decision"`)."""
 RESPOND_THEN_ANSWER = """`respond` with one sentence saying the objective is met (the answer is \
 written next)"""
+"""How the replanner texts' `{respond}` asks for a note only, the answer being written next
+(`answer="plain"`)."""
 
 REPLANNER_TASK = """# Objective
 {objective}
@@ -32,9 +38,11 @@ REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When 
 it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \
 given below: tool steps (with figures from the results, or "$N") and text steps. A failed step \
 fails again unless changed.{computing}"""
+"""What the replanner is asked when the run offers tool steps (`REPLANNER` otherwise)."""
 
 REPLANNER_COMPUTING = """ Work out no figure yourself: plan a tool step of {tools} on the results \
 ("$N"), then respond with the figure it gives."""
+"""What `REPLANNER_TOOL_STEPS` says in `{computing}` when the run has a computing tool."""
 
 REPEATED_STEPS = """
 

@@ -1,6 +1,11 @@
-"""The `replan` command line: `main` (entry point), `parser`, `commands` (run, resume, show,
-threads), `check`, the output helpers (`output`, `progress`, `display`, `summary`) and
-`pricing` (what a run's tokens cost)."""
+"""The `replan` command line: `main` (entry point), `parser`, `interrupts` (Ctrl-C and SIGTERM),
+`commands` (which command loads what), `runs` (run and follow-ups, a resume that goes on),
+`driving` (streaming a run, its plan review on a terminal: `review`), `outcome` (how a run
+stands, its exit code), `run_settings` (a run's stored settings), `tool_loading` (`--tools`),
+`stored_runs` (show and threads, read without the model stack), `summary` and `usage_report`
+(a stored run for people and for scripts), `progress` and `display` (live progress), `output`
+(exit codes, one-line errors), `pricing` (what a run's tokens cost) and `check` (`replan
+check`: `probes`, `server_check`, `server_verdict`)."""
 
 from __future__ import annotations
 

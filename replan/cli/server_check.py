@@ -3,7 +3,7 @@
 A few small requests, each bounded to `CHECK_MAX_TOKENS` tokens and to the context's `timeout`,
 probe the server: a plain reply, tool calls with `tool_choice` "auto" (one, then several in one
 reply), each way `replan.graphs.model.decision_modes` asks for a decision (built with its
-`build_request` and read with the request's own `read`, exactly as runs do), and a streamed
+strategy's `request` and read with the request's own `read`, exactly as runs do), and a streamed
 reply. Tool calls written as text are recovered with `replan.graphs.model.text_calls`, as in runs.
 
 The report (`replan.cli.server_verdict`) says what each probe found and the settings a run
