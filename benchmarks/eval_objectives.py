@@ -175,6 +175,8 @@ class Run:
     tool_calls: int
     input_tokens: int | None
     output_tokens: int | None
+    processed_tokens: int | None
+    """The input tokens the server read (`input_tokens` less those its prompt cache held)."""
     widest_wave: int
     counters: dict[str, int]
     """By key of `COUNTERS`; empty for the tutorial's design, which counts none of it."""
@@ -216,6 +218,18 @@ class Meter(UsageMetadataCallbackHandler):
         if not (isinstance(message, AIMessage) and message.usage_metadata):
             with self._lock:
                 self.unreported += 1
+
+    def processed(self) -> int | None:
+        """Input tokens the server read rather than took from its prompt cache (all of them
+        where it reports no cache); None unless every answered call reported its usage."""
+        sent = self.tokens("input_tokens")
+        if sent is None:
+            return None
+        cached = sum(
+            (usage.get("input_token_details") or {}).get("cache_read", 0)
+            for usage in self.usage_metadata.values()
+        )
+        return sent - cached
 
     def tokens(self, kind: Literal["input_tokens", "output_tokens"]) -> int | None:
         """Input or output tokens of all calls; None unless every answered call reported them."""
@@ -319,6 +333,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
         model_calls=meter.calls,
         tool_calls=meter.tool_calls,
         input_tokens=meter.tokens("input_tokens"),
+        processed_tokens=meter.processed(),
         output_tokens=meter.tokens("output_tokens"),
         widest_wave=widest,
         counters={} if design == "tutorial" else counters(state),
@@ -351,6 +366,7 @@ class Totals:
     tool_calls: int = 0
     input_tokens: int | None = 0
     output_tokens: int | None = 0
+    processed_tokens: int | None = 0
     counters: dict[str, int] = field(default_factory=dict)
     """Added up over the runs that count them (none for the tutorial's design)."""
     wall: float = 0.0
@@ -394,6 +410,7 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
         total.tool_calls += run.tool_calls
         total.input_tokens = _plus(total.input_tokens, run.input_tokens)
         total.output_tokens = _plus(total.output_tokens, run.output_tokens)
+        total.processed_tokens = _plus(total.processed_tokens, run.processed_tokens)
         for key, value in run.counters.items():
             total.counters[key] = total.counters.get(key, 0) + value
         total.wall += run.wall
@@ -406,6 +423,7 @@ RATIO_FIELDS = (
     "calls_per_solved",
     "tool_calls",
     "input_tokens",
+    "processed_tokens",
     "output_tokens",
     "wall",
 )
@@ -450,6 +468,7 @@ COLUMNS = (
     ("calls", 6),
     ("tools", 6),
     ("in tok", 8),
+    ("read tok", 9),
     ("out tok", 8),
     ("wave", 5),
     *((counter.column, 11) for counter in COUNTERS.values()),
@@ -477,6 +496,7 @@ def table(runs: Sequence[Run]) -> str:
                     _cell(run.model_calls),
                     _cell(run.tool_calls),
                     _cell(run.input_tokens),
+                    _cell(run.processed_tokens),
                     _cell(run.output_tokens),
                     _cell(run.widest_wave),
                     *_counter_cells(run.counters),
@@ -496,6 +516,7 @@ def table(runs: Sequence[Run]) -> str:
                     _cell(total.model_calls),
                     _cell(total.tool_calls),
                     _cell(total.input_tokens),
+                    _cell(total.processed_tokens),
                     _cell(total.output_tokens),
                     "",
                     *_counter_cells(total.counters),
