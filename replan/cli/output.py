@@ -24,8 +24,8 @@ class ExitCode(IntEnum):
     FAILED = (
         1,
         (
-            "the run failed: the model misbehaved past its retries, or an unexpected error "
-            "(check: runs cannot work there)"
+            "the run failed: an error it cannot go on from (a tool's, with --tool-errors raise) "
+            "or an unexpected one (check: runs cannot work there)"
         ),
     )
     USAGE = (
