@@ -78,7 +78,7 @@ class Replanner(ModelNode):
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),
                 [self.head(context), HumanMessage(f"{self.instructions(context)}\n\n{task}")],
-                [self.decisions.plan(numbering, context), self.decisions.respond(context)],
+                [self.decisions.respond(context), self.decisions.plan(numbering, context)],
                 node=REPLANNER,
                 context=context,
                 prompts=self.prompts,

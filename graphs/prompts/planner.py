@@ -19,8 +19,8 @@ PLANNER_TOOL_STEPS = """Plan the objective above: call `plan` once with its step
 order from 1 unless told otherwise above. A tool step {{"tool": NAME, "args": {{...}}}} calls a \
 tool directly; "$N" in its args is step N's result, e.g. {example}. Any other step is a text for \
 an agent that sees only it, the objective and the results it depends on ({{"step": "...", \
-"depends_on": [N]}}); a plain string waits for the step before it. The last step gives the \
-answer.{computing}"""
+"depends_on": [N]}}); a plain string waits for the step before it. Add no step just to give the \
+answer: it is written from the results.{computing}"""
 """What the planner is asked when the run offers tool steps (`PLANNER` otherwise)."""
 
 PLAN_TOOL = "Submit the plan: the steps to carry out, in order."

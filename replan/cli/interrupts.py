@@ -3,7 +3,8 @@
 `terminate_as_interrupt()` makes SIGTERM do what SIGINT does, so both take one path: while a command
 runs, asyncio cancels it (LangGraph cancels the run's running tasks and keeps what finished);
 at a prompt, or while the objective is read, `KeyboardInterrupt` comes at once. The command
-line then says "interrupted" and exits with 130.
+line then says "interrupted" and exits with 130. Where SIGINT is ignored (a job started in the
+background by a script), SIGTERM still stops a command the same way.
 
 `CommandLoop().run(command)` runs a command's coroutine as `asyncio.run` does, except that a
 synchronous call still working in the event loop's worker threads (a tool that does not return)
@@ -56,12 +57,54 @@ class CommandLoop:
         (as `asyncio.run`). Calls still working in worker threads are left working."""
         with asyncio.Runner() as runner:
             runner.get_loop().set_default_executor(self.workers)
-            return runner.run(command)
+            if not _sigint_ignored():
+                return runner.run(command)
+            stop = _Stop()
+            try:
+                return runner.run(stop.on_sigterm(command))
+            except asyncio.CancelledError:
+                if stop.requested:
+                    raise KeyboardInterrupt from None
+                raise
 
     @property
     def busy(self) -> bool:
         """Whether a call still works in one of the loop's worker threads."""
         return bool(self.workers.working)
+
+
+class _Stop:
+    """SIGTERM for a command run while SIGINT is ignored (asyncio then has no Ctrl-C handler to
+    share): the signal cancels the command's task, as asyncio's Ctrl-C handler would."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    async def on_sigterm(self, command: Coroutine[Any, Any, T]) -> T:
+        """`command`, cancelled by SIGTERM; SIGTERM's handler is put back after."""
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def cancel() -> None:
+            self.requested = True
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGTERM, cancel)
+        try:
+            return await command
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _sigint_ignored() -> bool:
+    """Whether SIGINT is ignored in the main thread, where this runs (asyncio then leaves it be)."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    )
 
 
 def _as_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -70,7 +113,7 @@ def _as_interrupt(signum: int, frame: FrameType | None) -> None:
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)
-    elif handler != signal.SIG_IGN:
+    else:  # SIGINT ignored or left to the system: SIGTERM still stops the command
         raise KeyboardInterrupt
 
 

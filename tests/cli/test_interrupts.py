@@ -8,6 +8,7 @@ so Ctrl-C is the terminal's SIGINT to its foreground process group and progress 
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -196,3 +197,39 @@ def test_at_the_approval_prompt(
         assert _status(capsys, "a") == "waiting for approval"
         _resumed(capsys, "a", "--approve")
         assert _planner_calls(server) == 1
+
+
+def _ignoring_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_sigterm_while_sigint_is_ignored(
+    here: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run a script started in the background (SIGINT ignored, as `cmd &` leaves it) still
+    stops on SIGTERM the same way, during a model request."""
+    gate = Gate(call=script.Call("replanner"))
+    with ScriptedOpenAIServer(gate) as server:
+        args = [REPLAN, "run", "Stop me in 2 steps", "--thread-id", "b"]
+        process = subprocess.Popen(
+            args,
+            cwd=here,
+            env=_serve(server, monkeypatch),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_ignoring_sigint,
+        )
+        try:
+            assert gate.reached.wait(timeout=60)
+            process.send_signal(signal.SIGTERM)
+            shown, _ = process.communicate(timeout=60)
+        finally:
+            gate.release.set()
+            process.kill()
+        assert process.returncode == 130, shown
+        assert "replan: interrupted; continue with: replan resume --thread-id b" in shown
+        assert "Traceback" not in shown
+        assert _status(capsys, "b") == "interrupted at replanner"
+        _resumed(capsys, "b")

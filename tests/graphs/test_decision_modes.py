@@ -93,8 +93,11 @@ def test_each_mode_asks_the_server_its_own_way(server: ScriptedOpenAIServer) -> 
     assert set(json_object["response_format"]["schema"]["properties"]) == {"steps", "response"}
     assert "tools" not in json_object
     asked = json_object["messages"][-1]["content"]  # the JSON shape is named at the end
-    assert asked.endswith("Reply with one JSON object and nothing else: `steps` (to plan) or "
-                          "`response` (to respond), not both.")  # fmt: skip
+    assert asked.endswith(
+        "Reply with one JSON object and nothing else: `response` (Give the user the final "
+        "answer, when the objective has been met) or `steps` (Submit the plan: the steps to "
+        "carry out, in order); not both."
+    )
 
 
 def _corrections(request: dict[str, Any]) -> int:
@@ -108,9 +111,9 @@ MISTAKES: dict[str, list[Reply]] = {
     "tool_named": [tool_call("decide", NEITHER), tool_call("decide", '{"steps": [')],
 }
 PROBLEMS = {
-    "json_schema": ["the reply is not a JSON object", "exactly one of `steps` or `response`"],
+    "json_schema": ["the reply is not a JSON object", "exactly one of `response` or `steps`"],
     "json_object": ["a JSON list instead of an object", "the fields of the `plan` decision"],
-    "tool_named": ["exactly one of `steps` or `response`", "`decide` are not valid JSON"],
+    "tool_named": ["exactly one of `response` or `steps`", "`decide` are not valid JSON"],
 }
 
 

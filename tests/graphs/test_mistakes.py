@@ -107,5 +107,5 @@ def test_replanner_is_offered_plan_and_respond_and_must_pick_one() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
     run(build_plan_execute_graph(model), "Objective")
     (request,) = model.requests_of("replanner")
-    assert request.tools == ["plan", "respond"]
+    assert request.tools == ["respond", "plan"]  # to respond comes first
     assert request.tool_choice == "any"

@@ -70,9 +70,11 @@ def json_request(
 ) -> Request:
     """A request for a decision among `tools` as one JSON object in `response_format`; the
     keys to give are named at the end of the request (the server enforces their schema)."""
-    fields = " or ".join(f"`{name}` (to {tool.name})" for tool in tools for name in tool.fields)
+    fields = " or ".join(
+        f"`{name}` ({tool.description.rstrip('.')})" for tool in tools for name in tool.fields
+    )
     if len(tools) > 1:
-        fields += ", not both"
+        fields += "; not both"
     expected = field_list(tools)
     return Request(
         mode,
