@@ -11,7 +11,13 @@ from replan.graphs.calls import Call, Steps
 from replan.graphs.context import ToolErrorsChoice
 from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
 from replan.graphs.plan.own_tools import OwnTools
-from replan.graphs.plan.tool_steps import format_call, references, same_call, substitute
+from replan.graphs.plan.tool_steps import (
+    WholeResult,
+    format_call,
+    references,
+    same_call,
+    substitute,
+)
 from replan.graphs.prompts import Prompts
 from replan.graphs.tool_errors import reports, tool_error_text
 
@@ -21,7 +27,8 @@ def run_tool_step(
 ) -> Steps[dict[str, Any]]:
     """Carry out a tool step: call its tool once, with its references replaced, and record the
     tool's answer. A call an earlier step already made takes that step's result instead; a step
-    whose references are not done, or whose tool the run does not have, fails without a call;
+    whose references are not done, whose tool the run does not have, or whose reference puts a
+    JSON object or list into a string argument, fails without a call;
     so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`)."""
     step = run["step"]
     tool, args = step.get("tool", ""), step.get("args") or {}
@@ -44,7 +51,11 @@ def run_tool_step(
         result = prompts.tool_step_no_tool.format(tool=tool)
         return {"executed_steps": [record(result, "failed", args)]}
     texts = {number: done["result"] for number, done in results.items()}
-    called = substitute(args, texts, tools.parameters[tool], computes=tool in tools.computing)
+    try:
+        called = substitute(args, texts, tools.parameters[tool], computes=tool in tools.computing)
+    except WholeResult as unfit:
+        result = prompts.tool_step_whole_result.format(argument=unfit.argument, shape=unfit.shape)
+        return {"executed_steps": [record(result, "failed", args)]}
     if same := same_call(tool, called, run.get("earlier_calls", [])):
         reused = record(same["result"], "done", called)
         reused["reused_from"] = same["id"]

@@ -22,6 +22,11 @@ References. In `args`, `"$N"` names the result of step N (the numbers of
   becomes the number step N's result holds (the number it is or ends in, else the only number
   in it: `"lamp oil: 2.15 CHF per litre"` gives `2.15`), so `calculator("$1 * 8")` computes;
   a result with no such number goes in as text, and the tool says what is wrong with it;
+- where the tool's argument is of type `string` (and the tool does not compute), a string
+  that is exactly `"$N"` whose result is a JSON object with one field holding one value
+  (`{"folder": "docs"}`) becomes that value; a result that is any other JSON object or list
+  does not go into a string: the step is not run and fails, naming the result's fields, so
+  that the replanner can write the value itself (`WholeResult`);
 - strings inside lists and objects are treated the same way (numbers only at the top level);
 - a tool step whose referenced step did not end `done` is not run: it fails, saying so;
 - in a computing tool's arguments, a `$N` that names no step of the plan (nor a done one) is
@@ -107,6 +112,36 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
     return found
 
 
+class WholeResult(ValueError):
+    """A whole reference puts a JSON object or list into a string argument."""
+
+    def __init__(self, argument: str, step: int, shape: str) -> None:
+        self.argument, self.shape = argument, f"step {step}'s result is {shape}"
+        super().__init__(f"{argument}: {self.shape}")
+
+
+def _single_value(argument: str, step: int, text: str) -> str | None:
+    """What a whole reference to `text` (step `step`'s result) puts into the string `argument`:
+    the one value of a one-field JSON object, None for any other text; `WholeResult` for any
+    other JSON object or list."""
+    if not text.startswith(("{", "[")):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(parsed, dict) and len(parsed) == 1:
+        (value,) = parsed.values()
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return str(value)
+    if isinstance(parsed, dict):
+        fields = ", ".join(map(str, parsed))
+        raise WholeResult(argument, step, f"a JSON object with the fields {fields}")
+    if isinstance(parsed, list):
+        raise WholeResult(argument, step, f"a JSON list of {len(parsed)} items")
+    return None
+
+
 def _substituted(value: Any, results: Mapping[int, str], numbers: bool) -> Any:
     def result(match: re.Match[str]) -> str:
         text = results[int(match[1])].strip()
@@ -130,17 +165,22 @@ def substitute(
 ) -> dict[str, Any]:
     """`args` with each reference replaced by the result it names (module docstring);
     `parameters` is the tool's JSON schema, whose property types decide where numbers go;
-    `computes`: the tool computes, so references in its strings become numbers."""
+    `computes`: the tool computes, so references in its strings become numbers. Raises
+    `WholeResult` where a JSON object or list would go into a string argument."""
     properties = parameters.get("properties") or {}
     out: dict[str, Any] = {}
     for name, value in args.items():
         types = _types(properties.get(name) or {})
         whole = REFERENCE.fullmatch(value) if isinstance(value, str) else None
-        written = number_written(results[int(whole[1])]) if whole else None
+        text = results[int(whole[1])].strip() if whole else ""
+        written = number_written(text) if whole else None
         if written is not None and types & NUMBER_TYPES and "string" not in types:
             number = _as_number(written)
             whole_number = isinstance(number, int) or float(number).is_integer()
             out[name] = int(number) if "integer" in types and whole_number else number
+        elif whole and types == {"string"} and not computes:
+            single = _single_value(name, int(whole[1]), text)
+            out[name] = text if single is None else single
         else:
             out[name] = _substituted(value, results, computes)
     return out

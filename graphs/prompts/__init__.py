@@ -34,6 +34,7 @@ from replan.graphs.prompts.executor import (
     TOOL_REMINDER,
     TOOL_STEP_NO_TOOL,
     TOOL_STEP_NOT_RUN,
+    TOOL_STEP_WHOLE_RESULT,
 )
 from replan.graphs.prompts.head import HEAD
 from replan.graphs.prompts.planner import (
@@ -111,6 +112,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "step_no_report": frozenset({"progress"}),
     "tool_step_not_run": frozenset({"steps"}),
     "tool_step_no_tool": frozenset({"tool"}),
+    "tool_step_whole_result": frozenset({"argument", "shape"}),
     "review_question": frozenset({"plan"}),
     "rejected": frozenset({"reason"}),
     "plan_tool": frozenset(),
@@ -169,6 +171,7 @@ class Prompts:
     step_no_report: str = STEP_NO_REPORT
     tool_step_not_run: str = TOOL_STEP_NOT_RUN
     tool_step_no_tool: str = TOOL_STEP_NO_TOOL
+    tool_step_whole_result: str = TOOL_STEP_WHOLE_RESULT
     review_question: str = REVIEW_QUESTION
     rejected: str = REJECTED
     plan_tool: str = PLAN_TOOL

@@ -63,5 +63,10 @@ Its last tool results:
 TOOL_STEP_NOT_RUN = """Not run: it refers to the result of step {steps}, which did not end done."""
 """The result of a tool step whose referenced steps failed or are unfinished."""
 
+TOOL_STEP_WHOLE_RESULT = (
+    """Not run: `{argument}` takes one value, and {shape}. Write the value in the call."""
+)
+"""The result of a tool step whose whole reference puts a JSON object or list into a string."""
+
 TOOL_STEP_NO_TOOL = """Not run: this run has no tool `{tool}` for tool steps."""
 """The result of a tool step naming a tool the run does not have (e.g. resumed without it)."""
