@@ -81,4 +81,6 @@ def test_a_follow_up_to_a_thread_saved_before_turns_plans_the_new_message_alone(
     said = [(m["role"], m.get("content")) for m in planner["messages"][1:]]
     assert said[0] == ("user", "Say hello in 2 steps")
     assert said[1][0] == "assistant" and "say hello in 2 steps" in said[1][1]
-    assert said[2] == ("user", "Now wave in 2 steps")
+    assert len(said) == 3 and said[2][0] == "user"
+    # The new message comes last, alone, with the planner's instruction after it.
+    assert said[2][1].startswith("Now wave in 2 steps\n\n") and "Say hello" not in said[2][1]
