@@ -91,12 +91,14 @@ async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
 async def drive(run: Run, payload: Any) -> ExitCode:
     """Run to the end or the next pause, answering plan reviews on a terminal; report."""
     before = await run.graph.aget_state(run.config)
+    # A new message starts a turn, whose usage and plan start empty; a resume carries them on.
+    carried = before.values if payload is None or isinstance(payload, Command) else {}
     printer = ProgressPrinter(
         NullDisplay(),
-        usage=before.values.get("usage"),
+        usage=carried.get("usage"),
         pricing=run_pricing(run.context.settings()),
         plain_answer=run.context.answer == "plain",
-        plan=steps_left(cast(PlanExecuteState, before.values)),
+        plan=steps_left(cast(PlanExecuteState, carried)),
     )
     failure: Exception | None = None
     try:

@@ -42,6 +42,11 @@ def test_a_second_objective_on_a_finished_thread_is_a_follow_up(
     assert earlier["objective"] == "Say hello in 2 steps"
     assert earlier["response"] == first.out.strip()
     assert [done["id"] for done in as_json["executed_steps"]] == [3, 4]  # after turn 1's
+    # The follow-up's progress counts its own turn's tokens, as its usage does.
+    turn_calls = as_json["usage"]["total"]["calls"]
+    assert turn_calls == len(server.requests) - planned
+    tokens = [line for line in second.err.splitlines() if line.startswith("Tokens so far")]
+    assert tokens[-1].startswith(f"Tokens so far: {turn_calls} model calls:")
 
 
 def test_a_follow_up_to_a_thread_that_has_not_ended_says_what_to_do_and_changes_nothing(
