@@ -3,39 +3,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-
 from replan.graphs.context import DecisionMode
-from replan.graphs.model.decision_modes.json_reply import json_request
-from replan.graphs.model.decision_modes.strategy import (
-    DecisionTool,
-    ProbeSpec,
-    Request,
-    decision_schema,
-)
-from replan.graphs.prompts import Prompts
+from replan.graphs.model.decision_modes.json_reply import JsonReply
+from replan.graphs.model.decision_modes.strategy import ProbeSpec
 
 
-class JsonObject:
+class JsonObject(JsonReply):
     """A JSON object with a schema, llama-cpp-python's way (see the module docstring)."""
 
     name: DecisionMode = "json_object"
     after_mistakes: DecisionMode | None = None
     probes: tuple[ProbeSpec, ...] = (("json_object", 2),)
-
-    def request(
-        self,
-        model: BaseChatModel,
-        messages: Sequence[BaseMessage],
-        tools: Sequence[DecisionTool],
-        prompts: Prompts,
-    ) -> Request:
-        form = self.response_format(decision_schema(tools), "decision")
-        return json_request(self.name, form, model, messages, tools, prompts)
 
     def response_format(self, schema: Mapping[str, Any], name: str) -> dict[str, Any]:
         """How this mode asks for a JSON object of `schema` (`name` is not sent)."""

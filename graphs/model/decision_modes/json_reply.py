@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -20,6 +20,7 @@ from replan.graphs.model.decision_modes.strategy import (
     DecisionTool,
     ModelMistake,
     Request,
+    decision_schema,
     field_list,
     read_fields,
 )
@@ -60,31 +61,39 @@ def bind_json(
     return model.bind(response_format=response_format)
 
 
-def json_request(
-    mode: DecisionMode,
-    response_format: dict[str, Any],
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage],
-    tools: Sequence[DecisionTool],
-    prompts: Prompts,
-) -> Request:
-    """A request for a decision among `tools` as one JSON object in `response_format`; the
-    keys to give are named at the end of the request (the server enforces their schema)."""
-    fields = " or ".join(
-        f"`{name}` ({tool.description.rstrip('.')})" for tool in tools for name in tool.fields
-    )
-    if len(tools) > 1:
-        fields += "; not both"
-    expected = field_list(tools)
-    return Request(
-        mode,
-        bind_json(model, response_format),
-        with_note(messages, prompts.json_note.format(fields=fields)),
-        f"response_format {mode}",
-        tools,
-        None,
-        lambda reply: read_json_decision(reply, tools),
-        lambda mistake: prompts.json_correction.format(
-            problem=mistake.problem, sent=mistake.sent, expected=expected
-        ),
-    )
+class JsonReply:
+    """A mode that asks for the decision as one JSON object under `response_format`; the
+    keys to give are named at the end of the request (the server enforces their schema).
+    A subclass names its mode and says how its server takes the schema (`response_format`)."""
+
+    name: DecisionMode
+
+    def response_format(self, schema: Mapping[str, Any], name: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def request(
+        self,
+        model: BaseChatModel,
+        messages: Sequence[BaseMessage],
+        tools: Sequence[DecisionTool],
+        prompts: Prompts,
+    ) -> Request:
+        fields = " or ".join(
+            f"`{name}` ({tool.description.rstrip('.')})" for tool in tools for name in tool.fields
+        )
+        if len(tools) > 1:
+            fields += "; not both"
+        expected = field_list(tools)
+        form = self.response_format(decision_schema(tools), "decision")
+        return Request(
+            self.name,
+            bind_json(model, form),
+            with_note(messages, prompts.json_note.format(fields=fields)),
+            f"response_format {self.name}",
+            tools,
+            None,
+            lambda reply: read_json_decision(reply, tools),
+            lambda mistake: prompts.json_correction.format(
+                problem=mistake.problem, sent=mistake.sent, expected=expected
+            ),
+        )
