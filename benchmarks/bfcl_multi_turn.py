@@ -96,6 +96,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks`
 
 from benchmarks.react import react_agent, react_config  # noqa: E402
+from benchmarks.text_table import table_line  # noqa: E402
 from benchmarks.tutorial import (  # noqa: E402
     baseline_chat_model,
     tutorial_decision,
@@ -998,10 +999,7 @@ def _cell(value: int | float | None) -> str:
 
 
 def _line(cells: Sequence[str]) -> str:
-    return "".join(
-        cell.ljust(width) if i < 2 else cell.rjust(width)
-        for i, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True))
-    )
+    return table_line(cells, COLUMNS)
 
 
 def table(rows: Sequence[Row]) -> str:

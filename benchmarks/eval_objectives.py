@@ -70,6 +70,7 @@ from benchmarks.objectives import (  # noqa: E402
     Outcome,
 )
 from benchmarks.scripted_answers import respond  # noqa: E402
+from benchmarks.text_table import table_line  # noqa: E402
 from benchmarks.tutorial import (  # noqa: E402
     baseline_chat_model,
     forcing_decision,
@@ -477,10 +478,7 @@ COLUMNS = (
 
 
 def _row(cells: Sequence[str]) -> str:
-    return "".join(
-        cell.ljust(width) if i < 2 else cell.rjust(width)
-        for i, (cell, (_, width)) in enumerate(zip(cells, COLUMNS, strict=True))
-    )
+    return table_line(cells, COLUMNS)
 
 
 def table(runs: Sequence[Run]) -> str:
