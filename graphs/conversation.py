@@ -22,10 +22,14 @@ EARLIER_CHARS = 300
 """How much of each earlier objective and answer the replanner is shown."""
 
 
+def _last_answer(messages: Sequence[BaseMessage]) -> int:
+    """The index of the last answer (any AI message) in `messages`; -1 when there is none."""
+    return max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+
+
 def turn_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The messages of the turn under way: those after the last answer (any AI message)."""
-    last_answer = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
-    return list(messages[last_answer + 1 :])
+    """The messages of the turn under way: those after the last answer."""
+    return list(messages[_last_answer(messages) + 1 :])
 
 
 def objective_text(messages: Sequence[AnyMessage]) -> str:
@@ -63,7 +67,7 @@ def _shorten(text: str, limit: int = EARLIER_CHARS) -> str:
 def earlier_exchanges(messages: Sequence[AnyMessage]) -> str:
     """The conversation before the turn under way, one short line per user message and
     answer; "" when there is none."""
-    earlier = messages[: len(messages) - len(turn_messages(messages))]
+    earlier = messages[: _last_answer(messages) + 1]
     lines = [
         f"{'User' if isinstance(m, HumanMessage) else 'Answer'}: {_shorten(m.text)}"
         for m in earlier
@@ -87,9 +91,8 @@ def with_earlier_results(messages: Sequence[AnyMessage], earlier: str) -> list[B
     """`messages` as the planner reads them: the last answer followed by `earlier` (the results
     of the turn it ended); as they are when there is no earlier answer or nothing to add."""
     shown: list[BaseMessage] = list(messages)
-    answers = [i for i, m in enumerate(shown) if isinstance(m, AIMessage)]
-    if not answers or not earlier:
+    last = _last_answer(shown)
+    if last < 0 or not earlier:
         return shown
-    last = answers[-1]
     shown[last] = AIMessage(content=f"{shown[last].text}\n\n{earlier}", name=shown[last].name)
     return shown

@@ -44,6 +44,8 @@ REPLANNER: Literal["replanner"] = "replanner"
 ANSWER: Literal["answer"] = "answer"
 REPLY: Literal["reply"] = "reply"
 """The graph's nodes, by name."""
+NODES = (START_TURN, PLANNER, REVIEW, EXECUTOR, REPLANNER, ANSWER, REPLY)
+"""The nodes of `build_plan_execute_graph`'s graph, in the order it adds them."""
 ACT: Literal["act"] = "act"
 """The node of an executor's tool loop that asks the model."""
 MODEL_NODES = frozenset({PLANNER, REPLANNER, ANSWER, ACT})

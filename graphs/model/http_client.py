@@ -102,6 +102,10 @@ class _Retries:
     def wait_after(self, outcome: httpx2.Response | BaseException) -> float | None:
         """Seconds to wait before sending the request again after `outcome` (the retry is
         reported), or None to let `outcome` stand."""
+        if self.taken >= self.retries or (
+            isinstance(outcome, httpx2.Response) and outcome.is_success
+        ):
+            return None
         headers = outcome.headers if isinstance(outcome, httpx2.Response) else None
         server_wait = _server_wait(headers)
         reason = _retry_reason(outcome, server_wait)
@@ -161,6 +165,8 @@ def _with_empty_assistant_content(request: httpx2.Request) -> httpx2.Request:
     if not is_chat_completion_request(request):
         return request
     try:
+        if b"null" not in request.content:  # no null content to mend (the common case)
+            return request
         body = json.loads(request.content)
     except (ValueError, httpx2.RequestNotRead):
         return request

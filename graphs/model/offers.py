@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -52,7 +53,7 @@ class ToolOffer:
         """The tool names, comma-separated (NO_TOOLS_LISTED when there are none)."""
         return ", ".join(tool.name for tool in self.tools) or NO_TOOLS_LISTED
 
-    @property
+    @cached_property
     def listing(self) -> str:
         """One short line per tool of the caller's for the head of every request (`tool_lines`;
         the task tools are the executor's, which it is offered with their schemas)."""

@@ -41,7 +41,7 @@ class Planner(ModelNode):
         the retries, the turn ends not finished (`no_decision`)."""
         objective = require_objective(state)
         carried = state.get("carried_steps", [])
-        numbering = Numbering.for_turn(carried, self.tool_steps(context))
+        numbering = Numbering.replan((), carried, self.tool_steps(context))
         modes = DecisionModes.of_run(context, state)
         messages = with_earlier_results(
             state["messages"],

@@ -154,7 +154,7 @@ class PlanReviewNode:
         plan starts its first wave of steps; a rejected one ends the turn."""
         plan = state["plan"]
         context = run_context(get_runtime(Context).context, state.get("settings"))
-        numbering = Numbering.for_turn(state.get("carried_steps", []), self.tools(context))
+        numbering = Numbering.replan((), state.get("carried_steps", []), self.tools(context))
         items = plan_items(plan, numbering.first)
         question = self.prompts.review_question.format(plan=format_plan(plan))
         description = question

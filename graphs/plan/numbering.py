@@ -70,25 +70,17 @@ class Numbering:
     max_steps: int | None = None
 
     @classmethod
-    def first_plan(cls, done: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS) -> Numbering:
-        """A first plan: items numbered by position; ids after those of `done`."""
-        return cls(first=1, ids_from=next_number(done), tools=tools)
-
-    @classmethod
-    def for_turn(
-        cls, carried: Sequence[ExecutedStep] = (), tools: OwnTools = NO_TOOLS
-    ) -> Numbering:
-        """A turn's first plan: items numbered by position on a new thread; on a follow-up
-        whose turn before carried out steps, numbered on from those, which it may name."""
-        if not carried:
-            return cls.first_plan((), tools)
-        return cls.replan((), carried, tools)
+    def first_plan(cls, tools: OwnTools = NO_TOOLS) -> Numbering:
+        """A first plan on a new thread: items numbered by position from 1."""
+        return cls(first=1, ids_from=1, tools=tools)
 
     @classmethod
     def replan(
         cls, left: Sequence[PlannedStep], done: Sequence[ExecutedStep], tools: OwnTools = NO_TOOLS
     ) -> Numbering:
-        """A replan: items numbered on from the next free number; `left` may be re-listed."""
+        """A replan: items numbered on from the next free number; `left` may be re-listed. A
+        turn's first plan is one with nothing left: numbered on from the steps the turn before
+        carried out (from 1 when there are none)."""
         start = next_number(done, left)
         done_ids = frozenset(step["id"] for step in done if "id" in step)
         texts = frozenset(step_key(step["step"]) for step in done)

@@ -17,11 +17,9 @@ from replan.cli.run_settings import run_context
 from replan.cli.stored_runs import (
     cmd_show,
     cmd_threads,
-    reading_graph,
     require_db,
     resume_hint,
-    stored_metadata,
-    thread_config,
+    stored_snapshot,
 )
 from replan.cli.summary import is_finished, run_status
 from replan.graphs.persistence import DatabaseUnavailableError, open_checkpointer
@@ -39,9 +37,9 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
     that has ended is reported as it stands."""
     require_db(args)
     async with open_checkpointer(args.db) as saver:
-        stored = await stored_metadata(saver, args)
+        snapshot = await stored_snapshot(saver, args)
+        stored = dict(snapshot.metadata or {})
         args.resume_hint = resume_hint(args)
-        snapshot = await reading_graph(saver).aget_state(thread_config(args.thread_id))
         context = run_context(args, stored)
         review = review_from_flags(args)
         if review is not None and not snapshot.interrupts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -88,11 +88,11 @@ async def _stream(run: Run, printer: ProgressPrinter, payload: Any) -> None:
             ticker.cancel()
 
 
-async def drive(run: Run, payload: Any) -> ExitCode:
-    """Run to the end or the next pause, answering plan reviews on a terminal; report."""
-    before = await run.graph.aget_state(run.config)
-    # A new message starts a turn, whose usage and plan start empty; a resume carries them on.
-    carried = before.values if payload is None or isinstance(payload, Command) else {}
+async def drive(run: Run, payload: Any, carried: Mapping[str, Any] | None = None) -> ExitCode:
+    """Run to the end or the next pause, answering plan reviews on a terminal; report.
+    `carried` is the state a resume goes on from (its usage and plan so far); a new turn's
+    usage and plan start empty."""
+    carried = carried or {}
     printer = ProgressPrinter(
         NullDisplay(),
         usage=carried.get("usage"),
@@ -113,4 +113,5 @@ async def drive(run: Run, payload: Any) -> ExitCode:
             payload = Command(resume=answer)
     except (ReplanError, openai.APIError) as exc:
         failure = exc
-    return report(run.args, await run.graph.aget_state(run.config), failure)
+        snapshot = await run.graph.aget_state(run.config)  # as the failure left it
+    return report(run.args, snapshot, failure)

@@ -82,9 +82,3 @@ def one_line(text: str) -> str:
 
 
 SNIPPET_CHARS = 60
-
-
-def first_line(text: str, limit: int) -> str:
-    """The first non-blank line of `text`, cut to `limit` characters."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -24,14 +24,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Overwrite
 
 from replan.cli.display import Display, Lane
-from replan.cli.output import first_line
 from replan.cli.pricing import Pricing, cost, dollars_text
 from replan.cli.summary import fallback_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
 from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.model.http_client import ModelRetry
 from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
-from replan.graphs.plan.tool_steps import format_call, tool_step_line
+from replan.graphs.plan.tool_steps import RESULT_CHARS, first_line, format_call, tool_step_line
 from replan.graphs.plan.views import format_plan
 from replan.state import Task, TaskContext
 from replan.state.usage import (
@@ -44,9 +43,7 @@ from replan.state.usage import (
 )
 from replan.tools.task_state import as_task_context, update_task_context
 
-RESULT_CHARS = 160
 ARGS_CHARS = 80
-"""Nodes that are one model request (`act` is a model turn inside an executor step)."""
 
 
 def short_call(name: str, args: dict[str, Any]) -> str:

@@ -66,6 +66,13 @@ def _tools(args: argparse.Namespace, stored: dict[str, Any]) -> tuple[list[BaseT
         raise CliError(ExitCode.USAGE, str(exc)) from None
 
 
+def _with_stored_mode(context: Context, snapshot: StateSnapshot) -> Context:
+    """`context` without a decision mode the server refused earlier on the thread (it is not
+    asked for again)."""
+    mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
+    return replace(context, decision_mode=mode)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -92,8 +99,7 @@ async def cmd_run(args: argparse.Namespace) -> ExitCode:
                 f"thread {args.thread_id} has not ended ({run_status(snapshot).text()}): "
                 f"continue it with: {resume_hint(args)}; a follow-up can start once it ends",
             )
-        mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
-        context = replace(context, decision_mode=mode)
+        context = _with_stored_mode(context, snapshot)
         turn = len(snapshot.values.get("turns", [])) + 2
     _require_model_access()
     tools, reference = _tools(args, metadata)
@@ -112,12 +118,10 @@ async def _thread_so_far(args: argparse.Namespace) -> tuple[dict[str, Any], Stat
     if not database_exists(args.db):
         return {}, None
     async with open_checkpointer(args.db, read_only=True) as saver:
-        stored = await saver.aget_tuple(thread_config(args.thread_id))
-        if stored is None:
-            return {}, None
-        return dict(stored.metadata), await reading_graph(saver).aget_state(
-            thread_config(args.thread_id)
-        )
+        snapshot = await reading_graph(saver).aget_state(thread_config(args.thread_id))
+    if snapshot.metadata is None:
+        return {}, None
+    return dict(snapshot.metadata), snapshot
 
 
 async def continue_run(
@@ -132,11 +136,10 @@ async def continue_run(
     settings `context`), resuming a waiting review with `review` when not None."""
     _require_model_access()
     tools, reference = _tools(args, stored)  # loaded only for a run that goes on
-    # A mode the server refused earlier in the run is not asked for again.
-    mode = effective_mode(context.decision_mode, snapshot.values.get("decision_mode"))
-    context = replace(context, decision_mode=mode)
+    context = _with_stored_mode(context, snapshot)
     metadata = run_metadata(settings_to_store(context, reference), stored.get(STARTED_KEY))
     run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, metadata))
     if not args.quiet:
         say(f"Resuming thread {args.thread_id} ({run_status(snapshot).text()})")
-    return await drive(run, None if review is None else Command(resume=review))
+    payload: Command[Any] | None = None if review is None else Command(resume=review)
+    return await drive(run, payload, snapshot.values)

@@ -19,18 +19,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
 
 from replan.cli.output import CliError, ExitCode, emit, say
 from replan.cli.run_settings import PRICES_TOGETHER
 from replan.cli.summary import describe_run, summarize, threads_table
 from replan.graphs.context import Context
 from replan.graphs.graph_state import (
-    ANSWER,
-    EXECUTOR,
-    PLANNER,
-    REPLANNER,
-    REPLY,
-    REVIEW,
+    NODES,
     START_TURN,
     PlanExecuteInput,
     PlanExecuteOutput,
@@ -43,9 +39,6 @@ from replan.graphs.persistence import (
     open_checkpointer,
     stored_thread_ids,
 )
-
-NODES = (START_TURN, PLANNER, REVIEW, EXECUTOR, REPLANNER, ANSWER, REPLY)
-"""The nodes of `build_plan_execute_graph`'s graph."""
 
 
 def reading_graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -84,17 +77,18 @@ def require_db(args: argparse.Namespace) -> None:
         raise CliError(ExitCode.NO_SUCH_RUN, f"no database at {display_target(args.db)}")
 
 
-async def stored_metadata(
+async def stored_snapshot(
     saver: BaseCheckpointSaver[str], args: argparse.Namespace
-) -> dict[str, Any]:
-    """The checkpoint metadata of the thread `args` name; CliError when the thread is unknown."""
-    stored = await saver.aget_tuple(thread_config(args.thread_id))
-    if stored is None:
+) -> StateSnapshot:
+    """The state of the thread `args` names, its checkpoint metadata in `metadata`; CliError
+    when the thread is unknown."""
+    snapshot = await reading_graph(saver).aget_state(thread_config(args.thread_id))
+    if snapshot.metadata is None:
         raise CliError(
             ExitCode.NO_SUCH_RUN,
             f"no run with thread id {args.thread_id} in {display_target(args.db)}",
         )
-    return dict(stored.metadata)
+    return snapshot
 
 
 def _given_prices(args: argparse.Namespace) -> dict[str, float] | None:
@@ -112,8 +106,7 @@ async def cmd_show(args: argparse.Namespace) -> ExitCode:
     prices = _given_prices(args)
     require_db(args)
     async with open_checkpointer(args.db, read_only=True) as saver:
-        await stored_metadata(saver, args)
-        snapshot = await reading_graph(saver).aget_state(thread_config(args.thread_id))
+        snapshot = await stored_snapshot(saver, args)
     if args.json:
         summary = summarize(args.thread_id, snapshot, prices=prices)
         emit(json.dumps(summary, ensure_ascii=False, indent=2))

@@ -15,7 +15,7 @@ from typing import Any, Literal, cast
 
 from langgraph.types import StateSnapshot
 
-from replan.cli.output import SNIPPET_CHARS, first_line
+from replan.cli.output import SNIPPET_CHARS
 from replan.cli.pricing import Pricing, run_pricing
 from replan.cli.usage_report import tally_json, usage_report, usage_summary
 from replan.graphs.context import Bounds
@@ -29,6 +29,7 @@ from replan.graphs.graph_state import (
 )
 from replan.graphs.persistence import STARTED_KEY, stored_settings
 from replan.graphs.plan.scheduling import steps_left
+from replan.graphs.plan.tool_steps import first_line
 from replan.graphs.plan.views import format_executed_steps, format_plan
 from replan.state import TaskContext, format_task_list
 from replan.state.usage import tally_text, total_tally

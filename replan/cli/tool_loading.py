@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from replan.cli.output import one_line
 from replan.graphs.plan_execute import check_tools
 
 FORMS = "PATH.py:NAME or package.module:NAME"
@@ -38,10 +39,6 @@ class ToolLoadingError(ValueError):
 
 class ToolsNotFoundError(ToolLoadingError):
     """The file or module a tools reference names is not there."""
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def split_reference(reference: str) -> tuple[str, str, bool]:
@@ -82,13 +79,13 @@ def _module_from_file(reference: str, path: Path) -> ModuleType:
     except SyntaxError as exc:
         del sys.modules[module_name]
         raise ToolLoadingError(
-            f"--tools {reference}: {path} line {exc.lineno}: SyntaxError: {_one_line(exc.msg)}"
+            f"--tools {reference}: {path} line {exc.lineno}: SyntaxError: {one_line(exc.msg)}"
         ) from None
     except Exception as exc:
         del sys.modules[module_name]
         raise ToolLoadingError(
             f"--tools {reference}: importing {path} failed: "
-            f"{type(exc).__name__}: {_one_line(str(exc))}"
+            f"{type(exc).__name__}: {one_line(str(exc))}"
         ) from None
     return module
 
@@ -108,12 +105,12 @@ def _module(reference: str, name: str) -> ModuleType:
     except SyntaxError as exc:
         raise ToolLoadingError(
             f"--tools {reference}: {exc.filename} line {exc.lineno}: SyntaxError: "
-            f"{_one_line(exc.msg)}"
+            f"{one_line(exc.msg)}"
         ) from None
     except Exception as exc:
         raise ToolLoadingError(
             f"--tools {reference}: importing {name} failed: "
-            f"{type(exc).__name__}: {_one_line(str(exc))}"
+            f"{type(exc).__name__}: {one_line(str(exc))}"
         ) from None
 
 
@@ -127,7 +124,7 @@ def _as_tools(reference: str, name: str, value: Any) -> list[BaseTool]:
     try:
         return check_tools(items)
     except (TypeError, ValueError) as exc:
-        raise ToolLoadingError(f"--tools {reference}: {_one_line(str(exc))}") from None
+        raise ToolLoadingError(f"--tools {reference}: {one_line(str(exc))}") from None
 
 
 def load_tools(reference: str, base: Path | None = None) -> list[BaseTool]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replan.cli.output import SNIPPET_CHARS, first_line
+from replan.cli.output import SNIPPET_CHARS
 from replan.cli.pricing import Pricing, cost, dollars_text
-from replan.graphs.graph_state import ANSWER, PlanExecuteState
+from replan.graphs.graph_state import ANSWER, EXECUTOR, PLANNER, REPLANNER, PlanExecuteState
+from replan.graphs.plan.tool_steps import first_line
 from replan.state.usage import TOKEN_FIELDS, RunUsage, tally_text, tokens_known, total_tally
 
-NODE_ORDER = ("planner", "executor", "replanner", ANSWER)
+NODE_ORDER = (PLANNER, EXECUTOR, REPLANNER, ANSWER)
 """How usage lists the nodes that call the model (others follow by name)."""
 
 
@@ -89,7 +90,7 @@ def usage_report(values: PlanExecuteState, pricing: Pricing | None) -> str:
     steps = usage.get("steps") or {}
     for node in _nodes(usage):
         lines.append(_usage_line(node, (usage.get("nodes") or {})[node], pricing))
-        if node == "executor":
+        if node == EXECUTOR:
             lines += [
                 "  "
                 + _usage_line(

@@ -22,9 +22,5 @@ class JsonObject(JsonReply):
         """How this mode asks for a JSON object of `schema` (`name` is not sent)."""
         return {"type": "json_object", "schema": dict(schema)}
 
-    def sent(self, body: Mapping[str, Any]) -> bool:
-        form = body.get("response_format")
-        return isinstance(form, dict) and form.get("type") == "json_object"
-
 
 STRATEGY = JsonObject()

@@ -71,6 +71,10 @@ class JsonReply:
     def response_format(self, schema: Mapping[str, Any], name: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    def sent(self, body: Mapping[str, Any]) -> bool:
+        form = body.get("response_format")
+        return isinstance(form, dict) and form.get("type") == self.name
+
     def request(
         self,
         model: BaseChatModel,

@@ -23,9 +23,5 @@ class JsonSchema(JsonReply):
         holds)."""
         return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
 
-    def sent(self, body: Mapping[str, Any]) -> bool:
-        form = body.get("response_format")
-        return isinstance(form, dict) and form.get("type") == "json_schema"
-
 
 STRATEGY = JsonSchema()
