@@ -45,6 +45,8 @@ from replan.testing.aegra import (
 
 REPO = Path(__file__).resolve().parent.parent
 GRAPH = "plan_execute"
+PLANNED = {"task_tools": "compact"}
+"""Each run's context: the executor gets the task tools, so that the tool-less graph plans."""
 FINISHED = "Worker finished run"
 
 
@@ -80,7 +82,7 @@ def measure(
         ]
         clients = [get_sync_client(url=server.url) for server in servers]
         start = time.perf_counter()
-        runs = finish_all(start_runs_at_once(clients, topics, GRAPH))
+        runs = finish_all(start_runs_at_once(clients, topics, GRAPH, PLANNED))
         wall = time.perf_counter() - start
         finished = [server.log_count(FINISHED) for server in servers]
     failed = [run["run_id"] for run in runs if run["status"] != "success"]

@@ -1,20 +1,24 @@
 """Objectives with checked answers: replan next to LangGraph's tutorial design on one server.
 
-Runs the suite of `benchmarks/objectives.py` (each objective with deterministic local tools
-and an answer checked by code) with three designs on the same OpenAI-compatible server:
-replan with default settings (tool steps offered), replan with `replan="when_needed"`, replan
-with `tool_steps="off"` (every step through an executor model loop), and the tutorial's
-plan-and-execute design (`benchmarks/tutorial.py`). Every design gets the same tools, the task
-tools in the same detail (replan's default, "compact"), the same per-request timeout, retries,
-reply-token bounds (decisions and executor turns), rounds, executor steps and run timeout.
+Runs the suite of `benchmarks/objectives.py` (each objective with deterministic local tools, or
+none for a writing objective, and an answer checked by code) with these designs on the same
+OpenAI-compatible server: replan with default settings (tool steps offered), replan with
+`replan="when_needed"`, replan with `tool_steps="off"` (every step through an executor model
+loop), the tutorial's plan-and-execute design (`benchmarks/tutorial.py`), and `plain`: the
+objective as one request to the model, no agent and no tools (it can answer only what needs no
+tool). Every design gets the same tools, the task tools in the same detail for an objective
+about a task list (none for the others, replan's default), the same per-request timeout,
+retries, reply-token bounds (decisions and executor turns), rounds, executor steps and run
+timeout.
 
 For every run it prints whether the answer was right, model calls, tool calls (every tool run,
 task tools too), input/output tokens as the server reported them (LangChain's
 `UsageMetadataCallbackHandler`, the same for both designs; "unknown" when the server reports
 none), the most plan steps run in one wave, the corrected mistakes, recovered text tool calls
-and fallbacks replan's final state counts ("-" for the tutorial's design, which counts none of
-them), and wall time; then totals per design, what each design spent per solved objective
-(model calls, tool calls, tokens) and ratios against the tutorial.
+and fallbacks replan's final state counts ("-" for the tutorial's design and the plain request,
+which count none of them), and wall time; then totals per design, what each design spent per
+solved objective (model calls, tool calls, tokens) and ratios against the tutorial (and of
+replan against the plain request).
 
 Without --base-url it runs against the scripted server of the test suite with a scripted model
 that solves every objective (`benchmarks/scripted_answers.py`): a smoke test of the harness.
@@ -83,7 +87,7 @@ from replan.graphs.context import (  # noqa: E402
     Context,
     TaskToolsChoice,
 )
-from replan.graphs.graph_state import EXECUTOR, fallbacks_of  # noqa: E402
+from replan.graphs.graph_state import ACT, EXECUTOR, fallbacks_of  # noqa: E402
 from replan.graphs.persistence import checkpoint_serializer  # noqa: E402
 from replan.graphs.plan_execute import build_plan_execute_graph  # noqa: E402
 from replan.state import FileTaskStore  # noqa: E402
@@ -91,9 +95,9 @@ from replan.state.tasks import TaskContext  # noqa: E402
 from replan.testing import MODEL_ID, Quirks, Reply, ScriptedOpenAIServer  # noqa: E402
 from replan.tools.task_tools import task_tools  # noqa: E402
 
-DESIGNS = ("replan", "when_needed", "tool_steps_off", "tutorial")
+DESIGNS = ("replan", "when_needed", "tool_steps_off", "tutorial", "plain")
 """replan with default settings, replan with replan="when_needed", replan with
-tool_steps="off", the tutorial's design."""
+tool_steps="off", the tutorial's design, and one plain request (no agent, no tools)."""
 WAVE_NODES = {
     "replan": EXECUTOR,
     "when_needed": EXECUTOR,
@@ -101,8 +105,16 @@ WAVE_NODES = {
     "tutorial": "agent",
 }
 """The node that carries out one plan step, in each design."""
-BASELINES = {"tutorial": "tutorial", "tool_steps_off": "replan"}
-"""Ratios printed: every other design against the tutorial's; replan against tool steps off."""
+EXECUTOR_MODEL_NODES = {
+    "replan": ACT,
+    "when_needed": ACT,
+    "tool_steps_off": ACT,
+    "tutorial": "agent",
+}
+"""The node whose model calls carry out one plan step, in each design (inside its loop)."""
+BASELINES = {"tutorial": "tutorial", "tool_steps_off": "replan", "plain": "replan"}
+"""Ratios printed: every agent design against the tutorial's; replan against tool steps off
+and against one plain request."""
 HALVES = {"development": DEVELOPMENT, "held-back": HELD_BACK, "all": tuple(OBJECTIVES)}
 """What `--objective` takes besides one objective's name: a half of the suite, or both."""
 
@@ -142,8 +154,9 @@ REQUEST_TIMEOUT = 120.0
 RUN_TIMEOUT = 600.0
 MODEL_RETRIES = 1
 _DEFAULTS = Context(model=MODEL_ID, base_url=None)
-TASK_TOOLS: TaskToolsChoice = _DEFAULTS.task_tools
-"""How every design is offered the task tools (replan's default, "compact")."""
+TASK_LIST_TOOLS: TaskToolsChoice = "compact"
+"""How every design is offered the task tools for an objective about a task list (other
+objectives get none, as replan's runs by default)."""
 DECISION_MAX_TOKENS = _DEFAULTS.decision_max_tokens
 EXECUTOR_MAX_TOKENS = _DEFAULTS.executor_max_tokens
 
@@ -157,8 +170,16 @@ class Bounds:
     run_timeout: float = RUN_TIMEOUT
     answer: AnswerMode = DEFAULT_ANSWER
     """How replan's designs write the final answer (`Context.answer`)."""
-    task_tools: TaskToolsChoice = TASK_TOOLS
-    """How every design is offered the task tools ("none": not offered)."""
+    task_tools: TaskToolsChoice | None = None
+    """How every design is offered the task tools ("none": not offered); None: as the
+    objective needs (`TASK_LIST_TOOLS` for one about a task list, else none)."""
+
+    def task_tools_for(self, objective: Objective) -> TaskToolsChoice:
+        """How every design is offered the task tools for `objective`."""
+        if self.task_tools is not None:
+            return self.task_tools
+        return TASK_LIST_TOOLS if objective.task_list else "none"
+
     decision_max_tokens: int = DECISION_MAX_TOKENS
     """Reply limit of a planner or replanner decision, in every design."""
     executor_max_tokens: int = EXECUTOR_MAX_TOKENS
@@ -188,6 +209,10 @@ class Run:
     """The run's final answer, shortened (to see why a run was not solved)."""
     steps: list[str] = field(default_factory=list)
     """replan's executed steps, each `status: step -> result`, shortened."""
+    executor_steps: int = 0
+    """Plan steps a model carried out (an executor loop, the tutorial's agent)."""
+    executor_processed: int | None = None
+    """Input tokens the server read (less its cache's) for those steps' model calls."""
 
 
 class Meter(UsageMetadataCallbackHandler):
@@ -199,6 +224,10 @@ class Meter(UsageMetadataCallbackHandler):
         self.calls = 0
         self.unreported = 0
         self.tool_calls = 0
+        self.nodes: dict[UUID, str] = {}
+        """The graph node of each model call, by its run id."""
+        self.processed_in: dict[str, int] = {}
+        """Input tokens the server read (less its cache's) per graph node."""
 
     def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
@@ -209,16 +238,24 @@ class Meter(UsageMetadataCallbackHandler):
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
+        node = str((kwargs.get("metadata") or {}).get("langgraph_node", ""))
         with self._lock:
             self.calls += 1
+            self.nodes[run_id] = node
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        super().on_llm_end(response, **kwargs)
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        super().on_llm_end(response, run_id=run_id, **kwargs)
         generation = response.generations[0][0] if response.generations[0:1] else None
         message = generation.message if isinstance(generation, ChatGeneration) else None
         if not (isinstance(message, AIMessage) and message.usage_metadata):
             with self._lock:
                 self.unreported += 1
+            return
+        usage = message.usage_metadata
+        read = usage["input_tokens"] - (usage.get("input_token_details") or {}).get("cache_read", 0)
+        with self._lock:
+            node = self.nodes.get(run_id, "")
+            self.processed_in[node] = self.processed_in.get(node, 0) + read
 
     def processed(self) -> int | None:
         """Input tokens the server read rather than took from its prompt cache (all of them
@@ -248,7 +285,16 @@ def _one_line(error: BaseException) -> str:
     return _short(f"{type(error).__name__}: {str(error) or 'no message'}", ERROR_CHARS)
 
 
-def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bounds: Bounds) -> Any:
+def _graph(
+    design: str,
+    tools: list[BaseTool],
+    folder: Path,
+    server: Server,
+    bounds: Bounds,
+    offer: TaskToolsChoice,
+) -> Any:
+    """The graph of `design` with `tools` (and the task tools as `offer` says), and the
+    tutorial's task store (None for replan, whose task list is in its state)."""
     saver = InMemorySaver(serde=checkpoint_serializer())
     if design == "tutorial":
 
@@ -262,9 +308,7 @@ def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bou
             )
 
         store = FileTaskStore(folder / "tasks")  # the agent has no task list in its state
-        offered = (
-            [] if bounds.task_tools == "none" else task_tools(store=store, detail=bounds.task_tools)
-        )
+        offered = [] if offer == "none" else task_tools(store=store, detail=offer)
         graph = tutorial_graph(
             model(bounds.executor_max_tokens),
             saver,
@@ -282,13 +326,64 @@ def _graph(design: str, tools: list[BaseTool], folder: Path, server: Server, bou
     return graph, None
 
 
+async def ask_plainly(
+    objective: Objective, server: Server, bounds: Bounds, meter: Meter
+) -> tuple[str, str]:
+    """The `plain` design: the objective as one request to the model, no agent and no tools
+    (bounded like an executor's turn); its answer and an error, if any."""
+    model = baseline_chat_model(
+        server.base_url,
+        server.model,
+        max_tokens=bounds.executor_max_tokens,
+        timeout=bounds.request_timeout,
+        max_retries=MODEL_RETRIES,
+    )
+    try:
+        async with asyncio.timeout(bounds.run_timeout):
+            reply = await model.ainvoke(objective.text, {"callbacks": [meter]})
+    except TimeoutError:
+        return "", f"stopped after the run timeout of {bounds.run_timeout:g} s"
+    except Exception as exc:  # a weak model's run may fail in any way: record it
+        return "", _one_line(exc)
+    return reply.text, ""
+
+
+async def run_plainly(objective: Objective, server: Server, bounds: Bounds) -> Run:
+    """Ask `objective` in one plain request and check its answer."""
+    meter = Meter()
+    with tempfile.TemporaryDirectory(prefix="replan-eval-") as folder:
+        started = time.perf_counter()
+        answer, error = await ask_plainly(objective, server, bounds, meter)
+        wall = time.perf_counter() - started
+        solved = not error and objective.check(Outcome(answer, TaskContext(), Kit(Path(folder))))
+    return Run(
+        objective=objective.name,
+        design="plain",
+        solved=solved,
+        model_calls=meter.calls,
+        tool_calls=0,
+        input_tokens=meter.tokens("input_tokens"),
+        processed_tokens=meter.processed(),
+        output_tokens=meter.tokens("output_tokens"),
+        widest_wave=0,
+        counters={},
+        wall=wall,
+        error=error,
+        answer=_short(answer, ANSWER_CHARS),
+    )
+
+
 async def run_one(objective: Objective, design: str, server: Server, bounds: Bounds) -> Run:
     """Run `objective` with `design` and check its answer."""
+    if design == "plain":
+        return await run_plainly(objective, server, bounds)
     meter, widest, error = Meter(), 0, ""
     config: RunnableConfig = {"configurable": {"thread_id": "eval"}, "callbacks": [meter]}
     with tempfile.TemporaryDirectory(prefix="replan-eval-") as folder:
         kit = Kit(Path(folder))
-        graph, store = _graph(design, kit.tools(objective.tools), Path(folder), server, bounds)
+        offer = bounds.task_tools_for(objective)
+        tools = kit.tools(objective.tools)
+        graph, store = _graph(design, tools, Path(folder), server, bounds, offer)
         if store is not None:
             config["recursion_limit"] = 2 * bounds.max_iterations + 2
             inputs: dict[str, Any] = {"input": objective.text}
@@ -303,7 +398,7 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
                 answer=bounds.answer,
                 timeout=bounds.request_timeout,
                 max_retries=MODEL_RETRIES,
-                task_tools=bounds.task_tools,
+                task_tools=offer,
                 decision_max_tokens=bounds.decision_max_tokens,
                 executor_max_tokens=bounds.executor_max_tokens,
             )
@@ -345,7 +440,19 @@ async def run_one(objective: Objective, design: str, server: Server, bounds: Bou
             f"{done.get('status', 'done')}: {done['step']} -> {_short(done['result'], 120)}"
             for done in state.get("executed_steps", [])
         ],
+        executor_steps=_model_steps(design, state),
+        executor_processed=None
+        if meter.tokens("input_tokens") is None
+        else meter.processed_in.get(EXECUTOR_MODEL_NODES[design], 0),
     )
+
+
+def _model_steps(design: str, state: Mapping[str, Any]) -> int:
+    """How many plan steps a model carried out in `design`'s final `state` (replan's tool steps
+    call no model)."""
+    if design == "tutorial":
+        return len(state.get("past_steps", []))
+    return sum("tool" not in done for done in state.get("executed_steps", []))
 
 
 def _short(text: str, limit: int) -> str:
@@ -371,11 +478,21 @@ class Totals:
     counters: dict[str, int] = field(default_factory=dict)
     """Added up over the runs that count them (none for the tutorial's design)."""
     wall: float = 0.0
+    executor_steps: int = 0
+    executor_processed: int | None = 0
 
     @property
     def calls_per_solved(self) -> float | None:
         """Model calls per solved objective (None when none was solved)."""
         return self.model_calls / self.solved if self.solved else None
+
+    @property
+    def read_per_step(self) -> float | None:
+        """Input tokens the server read per plan step a model carried out (None when none was,
+        or the server did not report them)."""
+        if self.executor_processed is None or not self.executor_steps:
+            return None
+        return self.executor_processed / self.executor_steps
 
 
 def per_solved(total: Totals) -> dict[str, float | None]:
@@ -415,6 +532,8 @@ def totals(runs: Sequence[Run]) -> dict[str, Totals]:
         for key, value in run.counters.items():
             total.counters[key] = total.counters.get(key, 0) + value
         total.wall += run.wall
+        total.executor_steps += run.executor_steps
+        total.executor_processed = _plus(total.executor_processed, run.executor_processed)
     return by_design
 
 
@@ -422,6 +541,7 @@ RATIO_FIELDS = (
     "solved",
     "model_calls",
     "calls_per_solved",
+    "read_per_step",
     "tool_calls",
     "input_tokens",
     "processed_tokens",
@@ -463,7 +583,7 @@ def _counter_cells(counted: dict[str, int]) -> list[str]:
 
 
 COLUMNS = (
-    ("objective", 18),
+    ("objective", 21),
     ("design", 16),
     ("solved", 7),
     ("calls", 6),
@@ -527,6 +647,9 @@ def table(runs: Sequence[Run]) -> str:
             f"{name.replace('_', ' ')} {_cell(value)}" for name, value in per_solved(total).items()
         )
         lines.append(f"{design} per solved objective: {spent}")
+        if total.executor_steps:
+            read = _cell(total.read_per_step)
+            lines.append(f"{design} per step a model carried out: {read} input tokens read")
     for name, row in ratios(by_design).items():
         figures = ", ".join(
             f"{field_} x{value:.2f}" if value is not None else f"{field_} n/a"
@@ -692,7 +815,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_design = totals(runs)
         report = {
             "runs": [asdict(run) for run in runs],
-            "totals": {design: asdict(total) for design, total in by_design.items()},
+            "totals": {
+                design: {**asdict(total), "read_per_step": total.read_per_step}
+                for design, total in by_design.items()
+            },
             "per_solved": {design: per_solved(total) for design, total in by_design.items()},
             "ratios": ratios(by_design),
         }

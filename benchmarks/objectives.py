@@ -328,6 +328,66 @@ def check_paper_order(outcome: Outcome) -> bool:
     return mentions(outcome.response, PAPER_BOXES * PRICE_LIST["printer paper"])
 
 
+# Writing objectives: answered from what a model knows, with no tool. Their checks read the
+# form of the answer, not its facts.
+
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*•+]|\d{1,2}[.)]|\[[ xX]?\])[ \t]+\S", re.MULTILINE)
+_RECOMMENDS = re.compile(
+    r"\b(?:recommend\w*|suggest\w*|choose|pick|go with|best (?:choice|option|fit)|winner)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def list_items(text: str) -> int:
+    """How many items the outermost list of `text` has (bullets, numbers or check boxes)."""
+    indents = [len(match[1].expandtabs(4)) for match in _LIST_ITEM.finditer(text)]
+    return indents.count(min(indents)) if indents else 0
+
+
+def named(text: str, names: Sequence[str]) -> list[str]:
+    """The `names` that `text` mentions as words, in any case."""
+    return [
+        name for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I)
+    ]
+
+
+def recommends_one_of(text: str, names: Sequence[str]) -> bool:
+    """Whether a sentence of `text` recommends (or picks) one of `names` and names no other."""
+    return any(
+        _RECOMMENDS.search(sentence) and len(named(sentence, names)) == 1
+        for sentence in _SENTENCE_END.split(text)
+    )
+
+
+def compares(items: Sequence[str], at_least: int | None = None) -> Callable[[Outcome], bool]:
+    """A check that the answer names `at_least` of `items` (default: all) and recommends one of
+    those it names, in a sentence that names no other. It reads names and form, not facts."""
+
+    def check(outcome: Outcome) -> bool:
+        found = named(outcome.response, items)
+        enough = len(found) >= (len(items) if at_least is None else at_least)
+        return enough and recommends_one_of(outcome.response, found)
+
+    return check
+
+
+TASK_QUEUES = (
+    "Celery", "RQ", "Redis Queue", "Dramatiq", "Huey", "arq", "TaskIQ", "Django-Q", "Django-Q2",
+    "APScheduler", "Procrastinate", "SAQ", "Kombu", "Luigi", "Airflow", "Hatchet", "Temporal",
+    "Prefect", "Dask", "Ray", "Faust", "RabbitMQ", "Redis", "Kafka", "SQS", "Beanstalkd",
+    "ZeroMQ", "NSQ", "Pika", "Gearman",
+)  # fmt: skip
+"""Python task queues, job runners and the brokers they are often compared as: an answer to an
+objective that names none must name three (an answer naming a web framework as its third
+task queue fails)."""
+
+
+def lists(count: int) -> Callable[[Outcome], bool]:
+    """A check that the answer is a list of exactly `count` items."""
+    return lambda outcome: list_items(outcome.response) == count
+
+
 # --- the scripted model's answers ---------------------------------------------------------
 
 Call = tuple[str, dict[str, Any]]
@@ -348,17 +408,24 @@ class Step:
 @dataclass(frozen=True)
 class Scripted:
     """A plan that solves an objective. `steps` in order (key -> step); `first` the keys of the
-    first plan; `still_to_do` the keys left given the results so far (by key)."""
+    first plan; `still_to_do` the keys left given the results so far (by key). An objective
+    that needs no tool has no steps: its planner answers at once with `answer`."""
 
     steps: dict[str, Step]
     first: tuple[str, ...]
     still_to_do: Callable[[dict[str, str]], list[str]] | None = None
+    answer: str = ""
 
     def remaining(self, results: dict[str, str]) -> list[str]:
         """The keys still to do after `results`."""
         if self.still_to_do is not None:
             return self.still_to_do(results)
         return [key for key in self.first if key not in results]
+
+
+def answered(text: str) -> Scripted:
+    """The script of an objective that needs no tool: no steps, the answer at once."""
+    return Scripted({}, (), answer=text)
 
 
 def once(name: str, args: dict[str, Any]) -> Callable[[str, list[str]], Call | None]:
@@ -472,13 +539,15 @@ def _order_plan(results: dict[str, str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Objective:
-    """One objective of the suite."""
+    """One objective of the suite; `task_list` when it is about a task list (every design is
+    then offered the task tools, which no run gets unasked)."""
 
     name: str
     text: str
     tools: tuple[str, ...]
     check: Callable[[Outcome], bool]
     script: Scripted
+    task_list: bool = False
 
 
 SUITE: tuple[Objective, ...] = (
@@ -533,6 +602,7 @@ SUITE: tuple[Objective, ...] = (
                            _release_tasks)},
             ("tasks",),
         ),
+        task_list=True,
     ),
     Objective(
         "plan_document",
@@ -707,6 +777,67 @@ SUITE: tuple[Objective, ...] = (
             ("price", "cost"),
         ),
     ),
+    Objective(
+        "task_queue_choice",
+        "Compare three Python task queues and recommend one",
+        (),
+        compares(TASK_QUEUES, at_least=3),
+        answered(
+            "- Celery: mature, many brokers, heavy to run.\n- RQ: simple, Redis only.\n"
+            "- Dramatiq: reliable defaults, smaller community.\nI recommend Celery."
+        ),
+    ),
+    Objective(
+        "web_framework_choice",
+        "Compare Flask, Django and FastAPI for a small REST API, and recommend one of them.",
+        (),
+        compares(("Flask", "Django", "FastAPI")),
+        answered(
+            "Flask is minimal, Django brings everything (ORM, admin), FastAPI validates requests "
+            "from type hints and is fast.\nFor a small REST API, choose FastAPI."
+        ),
+    ),
+    Objective(
+        "pypi_checklist",
+        "Write a short checklist for releasing a Python library to PyPI, with three items.",
+        (),
+        lists(3),
+        answered(
+            "- Bump the version and update the changelog\n- Build and check the sdist and wheel"
+            "\n- Upload with twine and tag the release"
+        ),
+    ),
+    Objective(
+        "database_choice",
+        "Compare PostgreSQL, MySQL and SQLite for the database of a small web shop, and "
+        "recommend one.",
+        (),
+        compares(("PostgreSQL", "MySQL", "SQLite")),
+        answered(
+            "PostgreSQL: strict, rich features. MySQL: widespread, easy hosting. SQLite: one "
+            "file, no server, one writer at a time.\nI recommend PostgreSQL for a web shop."
+        ),
+    ),
+    Objective(
+        "onboarding_checklist",
+        "Write a checklist of four items for a new developer's first day on a team.",
+        (),
+        lists(4),
+        answered(
+            "1. Get accounts and access\n2. Set up the development environment\n3. Read the "
+            "team's guides\n4. Meet the team and pick a first small task"
+        ),
+    ),
+    Objective(
+        "kickoff_agenda",
+        "Write the agenda of a one-hour project kickoff meeting as a list of five items.",
+        (),
+        lists(5),
+        answered(
+            "1. Introductions\n2. Goals and scope\n3. Roles\n4. Timeline and milestones\n"
+            "5. Questions and next steps"
+        ),
+    ),
 )  # fmt: skip
 OBJECTIVES: dict[str, Objective] = {objective.name: objective for objective in SUITE}
 HELD_BACK = (
@@ -716,7 +847,11 @@ HELD_BACK = (
     "warehouse_most",
     "release_tasks",
     "flaky_weather",
+    "database_choice",
+    "onboarding_checklist",
+    "kickoff_agenda",
 )
-"""The held-back half, chosen on 2026-11-26: measured on, never tuned on (module docstring)."""
+"""The held-back half, chosen on 2026-11-26 (the writing objectives, which need no tool, added
+on 2026-11-28): measured on, never tuned on (module docstring)."""
 DEVELOPMENT = tuple(name for name in OBJECTIVES if name not in HELD_BACK)
 """The development half: every other objective, in the suite's order."""

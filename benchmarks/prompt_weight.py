@@ -3,9 +3,10 @@
 On a CPU server every prompt token is paid before the first output token, and the task tools'
 schemas are most of the executor's first request. For each choice (`full`, `compact`, `none`)
 the script runs replan through `ChatOpenAI` against the scripted OpenAI-compatible server of the
-test suite and keeps the executor's first request as the server received it; the baseline is
-the executor of LangGraph's plan-and-execute tutorial (a ReAct agent with no tools, see
-`benchmarks/tutorial.py`) given the same plan.
+test suite and keeps the executor's first request as the server received it (a run with no
+tools at all, `none` without `--user-tools`, plans nothing: its row is the one request that
+answers it); the baseline is the executor of LangGraph's plan-and-execute tutorial (a ReAct
+agent with no tools, see `benchmarks/tutorial.py`) given the same plan.
 
 Offline it prints characters of the JSON request (all of it, and its `tools`). Prompt tokens
 come from one of:
@@ -98,9 +99,9 @@ def first_requests(language: Language, user_tools: Sequence[BaseTool]) -> dict[s
             result = graph.invoke(
                 {"messages": [("user", OBJECTIVE)]}, context=Context(task_tools=choice)
             )
-            plan = [done["step"] for done in result["executed_steps"]]
-            requests = server.requests[seen:]
-            kept[choice] = next(r for r in requests if script.classify(r).role == "executor")
+            plan = plan or [done["step"] for done in result["executed_steps"]]
+            roles = {script.classify(r).role: r for r in reversed(server.requests[seen:])}
+            kept[choice] = roles.get("executor") or roles["answer"]  # no tools: answered at once
         seen = len(server.requests)
         tutorial_agent(_scripted_model(server)).invoke({"messages": [("user", tutorial_ask(plan))]})
         kept[TUTORIAL] = server.requests[seen]

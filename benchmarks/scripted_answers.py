@@ -173,10 +173,14 @@ def _current_step(prompt: str) -> tuple[Objective, str, Step] | None:
 
 
 def execute(request: dict[str, Any]) -> Reply:
-    """The executor's next move: the step's next tool call, or its report."""
+    """The executor's next move: the step's next tool call, or its report (an objective that
+    needs no tool: the answer, as the step writing it)."""
     prompt = prompt_text(request)
     current = _current_step(prompt)
     if current is None:
+        objective = _objective(prompt)
+        if objective is not None and objective.script.answer:
+            return text(objective.script.answer)
         return text(f"{FAILED} scripted executor: no step of the suite in the prompt")
     objective, key, step = current
     results = [message_text(m) for m in request.get("messages", []) if m.get("role") == "tool"]
@@ -202,19 +206,25 @@ def respond(request: dict[str, Any]) -> Reply:
     if objective is None:
         return text("scripted model: no objective of the suite in the prompt")
     first = objective.script.first
-    if forced == "Plan":
-        return tool_call("Plan", {"steps": plan_items(objective, list(first), tutorial="")})
+    written = objective.script.answer
+    if forced == "Plan":  # the tutorial always plans: an objective needing no tool, one step
+        steps = plan_items(objective, list(first), tutorial="") if first else [objective.text]
+        return tool_call("Plan", {"steps": steps})
     if forced == "Act":
-        decision = decide(objective, prompt, tutorial=True)
+        decision = written or decide(objective, prompt, tutorial=True)
         action = {"response": decision} if isinstance(decision, str) else {"steps": decision}
         return tool_call("Act", {"action": action})
     offered = step_tools(request)
     if role == "answer":  # replan's plain-text answer: what the replanner would respond
-        decision = decide(objective, prompt, tutorial=False)
+        decision = written or decide(objective, prompt, tutorial=False)
         return text(decision if isinstance(decision, str) else "Not all steps are done.")
+    if written and role == "replanner":  # the one writing step is done: its text answers
+        return tool_call("respond", {first_param(request, "respond", "response"): written})
     if role == "planner":
         steps = (
-            tool_step_plan(objective, list(first), prompt, offered, first_plan=True)
+            [objective.text]  # nothing to carry out with the run's tools: one writing step
+            if written
+            else tool_step_plan(objective, list(first), prompt, offered, first_plan=True)
             if offered
             else plan_items(objective, list(first))
         )

@@ -40,7 +40,11 @@ ReplanMode = Literal["each_wave", "when_needed"]
 REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
 TaskToolsChoice = Literal["full", "compact", "none"]
 TASK_TOOLS_CHOICES: tuple[TaskToolsChoice, ...] = get_args(TaskToolsChoice)
-DEFAULT_TASK_TOOLS: TaskToolsChoice = "compact"
+DEFAULT_TASK_TOOLS: TaskToolsChoice = "none"
+"""The task tools of a run that does not choose, in a graph without a shared task store: none (a
+small model offered them uses them in steps that have nothing to do with a task list)."""
+SHARED_STORE_TASK_TOOLS: TaskToolsChoice = "compact"
+"""The task tools of a run that does not choose, in a graph built with a shared `task_store`."""
 ToolStepsChoice = Literal["auto", "off"]
 TOOL_STEPS_CHOICES: tuple[ToolStepsChoice, ...] = get_args(ToolStepsChoice)
 """Whether plans may hold tool steps (`replan.graphs.plan.tool_steps`): "auto" offers them whenever
@@ -214,12 +218,13 @@ class Context:
             "or failed, or max_iterations is reached."
         },
     )
-    task_tools: TaskToolsChoice = field(
-        default=DEFAULT_TASK_TOOLS,
+    task_tools: TaskToolsChoice | None = field(
+        default=None,
         metadata={
             "description": "How the executor is offered the four task tools: 'compact' (short "
             "descriptions), 'full' (long ones, with advice on planning with tasks: about twice "
-            "the prompt), or 'none' (left out, and out of the planner's tool list)."
+            "the prompt), or 'none' (left out). Empty: 'compact' in a graph whose task tools "
+            f"share a task store, else '{DEFAULT_TASK_TOOLS}'."
         },
     )
 
@@ -309,7 +314,8 @@ class Context:
             )
         check_count("max_concurrency", self.max_concurrency, minimum=1, maximum=MAX_CONCURRENCY)
         check_choice("replan", self.replan, REPLAN_MODES)
-        check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
+        if self.task_tools is not None:
+            check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
         check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
         check_choice("tool_errors", self.tool_errors, TOOL_ERRORS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)

@@ -35,8 +35,11 @@ from replan.graphs.context import (
     DEFAULT_MISTAKE_RETRIES,
     MAX_BOUND,
     MAX_CONCURRENCY,
+    TASK_TOOLS_CHOICES,
     Bounds,
     Context,
+    TaskToolsChoice,
+    check_choice,
     run_context,
 )
 from replan.graphs.graph_state import (
@@ -127,12 +130,15 @@ def check_build_arguments(
 
 def after_planner(
     state: PlanExecuteState, runtime: Runtime[Context]
-) -> Literal["review_plan", "reply"] | list[Send]:
+) -> Literal["review_plan", "answer", "reply"] | list[Send]:
     """Go to the human review when the run's context asks for it, else start the first wave;
-    end the turn when the planner gave no plan."""
+    with nothing to carry out, write the answer (`replan.graphs.nodes.answer.writes_answer`) or
+    end the turn."""
+    context = run_context(runtime.context, state.get("settings"))
+    if writes_answer(state, context):
+        return ANSWER
     if state.get("response"):
         return REPLY
-    context = run_context(runtime.context, state.get("settings"))
     return REVIEW if context.approve_plan else wave(state, context)
 
 
@@ -158,15 +164,17 @@ def build_plan_execute_graph(
     prompts: Prompts | None = None,
     language: Language = "en",
     task_store: TaskStore | str | os.PathLike[str] | None = None,
+    task_tools: TaskToolsChoice | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the plan–execute–replan graph.
 
     Args:
         model: Any LangChain chat model with tool calling. When None, each run builds a
             `ChatOpenAI` from its `Context` (model name, base URL, temperature, retries).
-        tools: The caller's tools for the executor; the four task tools are added unless a
-            run's `Context.task_tools` is "none" (each run picks "compact", "full" or "none").
-            Names must be unique, accepted by the OpenAI API and not a task tool's name.
+        tools: The caller's tools for the executor, to which the four task tools are added
+            as `task_tools` says. Names must be unique, accepted by the OpenAI API and not a
+            task tool's name. A run with no tools at all has nothing to plan: its answer is
+            written at once (`replan.graphs.nodes.answer`).
         checkpointer: Saver for persistence, resume and the plan approval pause.
         max_iterations: Default most execute→replan rounds (a run's `Context` may set its
             own); past it the run ends with a response that says the objective was not
@@ -182,17 +190,22 @@ def build_plan_execute_graph(
             its state; a `TaskStore`, folder path or `postgresql://` URL for one list shared
             by every run of the graph (each run's state then keeps a copy as its replanner
             last read it).
+        task_tools: How the executor is offered the task tools in a run whose
+            `Context.task_tools` is unset: "compact", "full" or "none". Default: "compact"
+            with a `task_store`, else "none".
 
     Raises TypeError or ValueError, naming the argument, for anything a run could not use.
     """
     texts, language = check_build_arguments(model, checkpointer, prompts, language)
+    if task_tools is not None:
+        check_choice("task_tools", task_tools, TASK_TOOLS_CHOICES)
     bounds = Bounds(
         max_iterations=max_iterations,
         executor_max_steps=executor_max_steps,
         mistake_retries=mistake_retries,
     )
     shared = open_task_store(task_store) if task_store is not None else None
-    offers = tool_offers(check_tools(tools), language, shared)
+    offers = tool_offers(check_tools(tools), language, shared, task_tools)
     planner = Planner(model, offers, texts, bounds, shared)
     durable = checkpointer is not None and checkpointer is not False
     executor = Executor(model, offers, texts, bounds, shared, checkpointed=durable)
@@ -214,7 +227,7 @@ def build_plan_execute_graph(
     builder.add_node(REPLY, reply)
     builder.add_edge(START, START_TURN)
     builder.add_edge(START_TURN, PLANNER)
-    builder.add_conditional_edges(PLANNER, after_planner, [REVIEW, EXECUTOR, REPLY])
+    builder.add_conditional_edges(PLANNER, after_planner, [REVIEW, EXECUTOR, ANSWER, REPLY])
     builder.add_edge(EXECUTOR, REPLANNER)
     builder.add_conditional_edges(REPLANNER, after_replanner, [EXECUTOR, ANSWER, REPLY])
     builder.add_edge(ANSWER, REPLY)

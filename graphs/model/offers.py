@@ -1,4 +1,5 @@
-"""The tools a run's executor is offered, for each choice of `Context.task_tools`.
+"""The tools a run's executor is offered, for each choice of `Context.task_tools` (and the
+graph's choice for runs that make none).
 
 Every prompt token is paid before the model's first output token (about 20 ms each on a small
 local model on CPU), and tool schemas are most of the executor's first request. So the graph
@@ -10,7 +11,7 @@ planner lists the same tools the executor gets. Tools marked as computing
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -18,7 +19,13 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from replan.graphs.context import TASK_TOOLS_CHOICES, TaskToolsChoice
+from replan.graphs.context import (
+    DEFAULT_TASK_TOOLS,
+    SHARED_STORE_TASK_TOOLS,
+    TASK_TOOLS_CHOICES,
+    Context,
+    TaskToolsChoice,
+)
 from replan.graphs.model.text_calls import OfferedTools
 from replan.state.task_stores import TaskStore
 from replan.tools.calculator import is_computing
@@ -68,7 +75,26 @@ class ToolOffer:
         return template.format(tools=" or ".join(f"`{name}`" for name in self.computing))
 
 
-ToolOffers = Mapping[TaskToolsChoice, ToolOffer]
+@dataclass(frozen=True)
+class ToolOffers(Mapping[TaskToolsChoice, ToolOffer]):
+    """The offer for each `Context.task_tools` choice, and the graph's `default` choice for a
+    run that makes none."""
+
+    by_choice: Mapping[TaskToolsChoice, ToolOffer]
+    default: TaskToolsChoice
+
+    def __getitem__(self, choice: TaskToolsChoice) -> ToolOffer:
+        return self.by_choice[choice]
+
+    def __iter__(self) -> Iterator[TaskToolsChoice]:
+        return iter(self.by_choice)
+
+    def __len__(self) -> int:
+        return len(self.by_choice)
+
+    def choice(self, context: Context) -> TaskToolsChoice:
+        """How a run offers the task tools: its `Context.task_tools`, else the graph's."""
+        return self.default if context.task_tools is None else context.task_tools
 
 
 def tool_lines(specs: Sequence[Mapping[str, Any]]) -> str:
@@ -84,17 +110,25 @@ def tool_lines(specs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def tool_offers(
-    tools: Sequence[BaseTool], language: Language, task_store: TaskStore | None = None
+    tools: Sequence[BaseTool],
+    language: Language,
+    task_store: TaskStore | None = None,
+    default: TaskToolsChoice | None = None,
 ) -> ToolOffers:
     """An offer per `Context.task_tools` choice: `tools` plus the task tools in that form
-    (working on `task_store` when given, else on the graph state's list)."""
+    (working on `task_store` when given, else on the graph state's list). A run that makes no
+    choice gets `default`, or without one `SHARED_STORE_TASK_TOOLS` when the tools share a
+    store and `DEFAULT_TASK_TOOLS` when they do not."""
     added: dict[TaskToolsChoice, list[BaseTool]] = {
         "full": task_tools(language=language, detail="full", store=task_store),
         "compact": task_tools(language=language, detail="compact", store=task_store),
         "none": [],
     }
     own = tuple(tool.name for tool in tools)
-    return {
+    if default is None:
+        default = DEFAULT_TASK_TOOLS if task_store is None else SHARED_STORE_TASK_TOOLS
+    by_choice = {
         choice: ToolOffer(tuple([*tools, *added[choice]]), bool(added[choice]), own)
         for choice in TASK_TOOLS_CHOICES
     }
+    return ToolOffers(by_choice, default)

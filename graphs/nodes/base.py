@@ -55,5 +55,5 @@ class ModelNode:
         return SystemMessage(self.prompts.head.format(tools=self.offer(context).listing))
 
     def offer(self, context: Context) -> ToolOffer:
-        """The tools the run's executor is offered (`Context.task_tools`)."""
-        return self.offers[context.task_tools]
+        """The tools the run's executor is offered (`ToolOffers.choice`)."""
+        return self.offers[self.offers.choice(context)]

@@ -45,8 +45,9 @@ class Executor(ToolLoop):
             run = {**run, "tasks_context": tasks}
         max_steps = self.bounds.for_run(context).executor_max_steps
         brief = self.prompts.executor_task.format(**executor_briefing(run))
+        asked = self.instructions[self.offers.choice(context)]
         start = {
-            "messages": [HumanMessage(f"{self.instructions[context.task_tools]}\n\n{brief}")],
+            "messages": [HumanMessage(f"{asked}\n\n{brief}")],
             "tasks_context": tasks,
             "step": step["step"],
             "max_steps": max_steps,

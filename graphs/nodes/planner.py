@@ -38,8 +38,12 @@ class Planner(ModelNode):
         """Ask the model for the turn's plan (a forced `plan` decision) and start a fresh round
         count. The model reads the conversation; on a follow-up, the last answer comes with the
         results of the turn it ended, which the plan may name. Without a usable plan within
-        the retries, the turn ends not finished (`no_decision`)."""
+        the retries, the turn ends not finished (`no_decision`). A run with no tools at all has
+        nothing to plan: the `answer` node answers the conversation."""
         objective = require_objective(state)
+        started = {"objective": objective, "iterations": 0, "stop_reason": ""}
+        if not self.offer(context).tools:  # nothing to carry out: the answer is written next
+            return {**started, "plan": [], "response": ""}
         carried = state.get("carried_steps", [])
         numbering = Numbering.replan((), carried, self.tool_steps(context))
         modes = DecisionModes.of_run(context, state)
@@ -47,7 +51,6 @@ class Planner(ModelNode):
             state["messages"],
             self._earlier(carried, numbering),
         )
-        started = {"objective": objective, "iterations": 0, "stop_reason": ""}
         try:
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),

@@ -133,7 +133,7 @@ class ToolLoop(ModelNode):
 
     def for_run(self, context: Context) -> Runnable[Any, Any]:
         """The loop the run's context chose, run with that context."""
-        return self.loops[context.task_tools].bind(context=context)
+        return self.loops[self.offers.choice(context)].bind(context=context)
 
     def act(self, state: ExecutorState, context: Context) -> Steps[dict[str, Any]]:
         """One model turn over the conversation of this step, with an error reply for each

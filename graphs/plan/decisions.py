@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -88,13 +89,26 @@ class PlanArgs(BaseModel):
     def items(self) -> list[Item]:
         """The steps as `Item`s: text, numbers named, and a tool step's tool and args."""
         return [
-            Item(step.strip())
+            Item(step_text(step))
             if isinstance(step, str)
             else Item.tool_step(step.tool, step.args, step.depends_on)
             if isinstance(step, ToolStepArgs)
-            else Item(step.step.strip(), step.depends_on)
+            else Item(step_text(step.step), step.depends_on)
             for step in self.steps
         ]
+
+
+_OWN_NUMBER = re.compile(r"^(?:step\s*\d{1,4}\s*[.):]|\d{1,4}[.)])(?:\s+|$)", re.IGNORECASE)
+"""A number a model wrote before a step's text ("17. ", "3) ", "Step 2: "), copying how the
+prompts show a plan: the display numbers steps itself."""
+
+
+def step_text(text: str) -> str:
+    """A text step as it is kept: trimmed, without a number of its own in front."""
+    text = text.strip()
+    while match := _OWN_NUMBER.match(text):
+        text = text[match.end() :]
+    return text
 
 
 def _call_written_as_text(

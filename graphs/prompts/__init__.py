@@ -10,7 +10,12 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, fields
 
-from replan.graphs.prompts.answer import ANSWER, ANSWER_TASK
+from replan.graphs.prompts.answer import (
+    ANSWER,
+    ANSWER_DIRECT,
+    ANSWER_STOPPED,
+    ANSWER_TASK,
+)
 from replan.graphs.prompts.decisions import (
     CORRECTION,
     DECIDE_NOTE,
@@ -85,6 +90,8 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "respond_with_answer": frozenset(),
     "respond_then_answer": frozenset(),
     "answer": frozenset(),
+    "answer_stopped": frozenset(),
+    "answer_direct": frozenset(),
     "answer_task": frozenset({"objective", "executed_steps"}),
     "replanner_task": frozenset(
         {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
@@ -146,6 +153,8 @@ class Prompts:
     respond_with_answer: str = RESPOND_WITH_ANSWER
     respond_then_answer: str = RESPOND_THEN_ANSWER
     answer: str = ANSWER
+    answer_stopped: str = ANSWER_STOPPED
+    answer_direct: str = ANSWER_DIRECT
     answer_task: str = ANSWER_TASK
     replanner_task: str = REPLANNER_TASK
     planner_tool_steps: str = PLANNER_TOOL_STEPS

@@ -6,9 +6,9 @@ from __future__ import annotations
 REPLANNER = """Decide what happens next on the objective below. When the results meet it, call \
 {respond}. Else call `plan` with only the steps still to do: a plain string runs after the step \
 before it; {{"step": "...", "depends_on": [N]}} waits for steps N. A step kept word for word \
-keeps its number; a new one is numbered from the number given below and sees only its text and \
-the results it depends on, so copy in what it needs. A step that failed for lack of a tool fails \
-again: plan another way, or respond."""
+keeps its number; a new one, numbered from the number given below, sees only its text and the \
+results it depends on: copy in what it needs. A step that failed for lack of a tool fails again: \
+plan another way, or respond with what the results allow and what could not be done."""
 """What the replanner is asked, before its briefing (`REPLANNER_TASK`), when the run offers no
 tool steps."""
 
@@ -37,7 +37,8 @@ Steps of a new plan are numbered from {next}."""
 REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When the results meet \
 it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \
 given below: tool steps (with figures from the results, or "$N") and text steps. A failed step \
-fails again unless changed.{computing}"""
+fails again unless changed; a response after failures gives what the results allow and says what \
+could not be done.{computing}"""
 """What the replanner is asked when the run offers tool steps (`REPLANNER` otherwise)."""
 
 REPLANNER_COMPUTING = """ Work out no figure yourself: plan a tool step of {tools} on the results \

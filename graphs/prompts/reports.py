@@ -12,8 +12,8 @@ What was done:
 Steps still planned:
 {plan}"""
 
-NO_DECISION = """The objective was not finished: after the work below, the model gave no usable \
-decision on what to do next ({problem}).
+NO_DECISION = """The objective was not finished: the model gave no usable decision on what to do \
+next ({problem}).
 
 What was done:
 {executed_steps}

@@ -120,6 +120,8 @@ class ProgressPrinter:
         self.settled = ""
         self.plain_answer = plain_answer
         """The run writes its answer after the replanner responds (`Context.answer`)."""
+        self.stopped = ""
+        """Why the replanner stopped the run short ("" while it has not)."""
 
     def note(self, text: str) -> None:
         """A line about the whole run (e.g. a hint from the command)."""
@@ -293,8 +295,10 @@ class ProgressPrinter:
     def _node_finished(self, node: str, update: dict[str, Any], *, saved: bool) -> None:
         if update.get("usage") and not saved:  # a saved write is in the usage we started from
             self._count(update["usage"])
-        if node == "planner":
+        if node == "planner" and update.get("plan"):
             self._show_plan("Plan:", update["plan"])
+        elif node == "planner" and not update.get("response"):
+            self.display.note("Nothing to carry out (the run has no tools): answering directly.")
         elif node == "review_plan":
             self._review_finished(update)
         elif node == "executor":
@@ -302,14 +306,21 @@ class ProgressPrinter:
                 self.remaining = [s for s in self.remaining if s["id"] != done.get("id")]
                 if saved:  # a resumed wave: this step's result was saved before the stop
                     self._saved_step(done)
-        elif node == "replanner" and update.get("stop_reason"):
+        elif node == "replanner" and update.get("stop_reason"):  # its answer is written next
+            self.stopped = update["stop_reason"]
             self._show_usage(settled=True)
             self.display.note(
-                f"Objective not finished ({update['stop_reason']}) after {self._elapsed()}; "
-                "the report is below."
+                f"Objective not finished ({self.stopped}) after {self._elapsed()}; "
+                "writing what the results allow."
             )
         elif node == "replanner" and update.get("response") and self.plain_answer:
             self.display.note(f"Objective met after {self._elapsed()}; writing the answer.")
+        elif node == ANSWER and self.stopped:
+            self._show_usage(settled=True)
+            self.display.note(
+                f"Objective not finished ({self.stopped}) after {self._elapsed()}; "
+                "the report is below."
+            )
         elif node in ("replanner", ANSWER) and update.get("response"):
             self._show_usage(settled=True)
             self.display.note(f"Objective done in {self._elapsed()}; final answer below.")

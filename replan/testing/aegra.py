@@ -255,16 +255,19 @@ class StartedRun:
 
 
 def start_runs_at_once(
-    clients: Sequence[SyncLangGraphClient], objectives: Sequence[str], graph: str
+    clients: Sequence[SyncLangGraphClient],
+    objectives: Sequence[str],
+    graph: str,
+    context: Mapping[str, Any] | None = None,
 ) -> list[StartedRun]:
     """Start a run per objective, each on a new thread, all at once (one SDK call each, in
-    parallel), through the clients in turn."""
+    parallel), through the clients in turn, each with the run `context` given."""
 
     def start(index: int) -> StartedRun:
         client = clients[index % len(clients)]
         thread_id = str(client.threads.create()["thread_id"])
         objective: dict[str, Any] = {"messages": [{"role": "user", "content": objectives[index]}]}
-        run = client.runs.create(thread_id, graph, input=objective)
+        run = client.runs.create(thread_id, graph, input=objective, context=dict(context or {}))
         return StartedRun(client, thread_id, str(run["run_id"]))
 
     with ThreadPoolExecutor(max_workers=len(objectives)) as pool:

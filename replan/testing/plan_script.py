@@ -11,7 +11,8 @@
   in the prompt (their dependencies named by the steps' own numbers, which do not move: step i
   of the first plan is step i), or `respond` once every step's is;
 - answer — the plain-text final answer (`is_answer_request`): the replanner's answer, from the
-  results in the prompt;
+  results in the prompt (a run with no tools, answered at once: `DIRECT_ANSWER` and the
+  request's first words);
 - executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
   named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
@@ -31,12 +32,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.testing.replies import Reply, Responder, text, tool_call
 from replan.testing.requests import (
     asked_fields,
     first_param,
     forced_tool,
     is_answer_request,
+    is_direct_answer,
+    message_text,
     objective,
     prompt_text,
     tool_names,
@@ -49,6 +53,8 @@ _EARLIER = re.compile(r"Earlier in this conversation:.*?(?=\n# |\Z)", re.S)
 """What a follow-up's replanner is shown of earlier turns (their answers repeat markers)."""
 _STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
 ROLES = ("planner", "executor", "replanner", "answer")
+DIRECT_ANSWER = "Answered at once:"
+"""How the scripted answer of a run with no tools starts (followed by the request's words)."""
 FILLER = " The details of this step are written out here at length."
 
 
@@ -147,7 +153,12 @@ def final_answer(total: int, topic: str, done: set[int]) -> str:
 
 
 def answer(request: dict[str, Any]) -> str:
-    """The plain-text final answer, from the results the request shows."""
+    """The plain-text final answer, from the results the request shows (a run with no tools,
+    answered at once: `DIRECT_ANSWER` and the objective's first words)."""
+    if is_direct_answer(request):
+        users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+        asked = message_text(users[-1]).removesuffix(DEFAULT_PROMPTS.answer_direct)
+        return f"{DIRECT_ANSWER} {' '.join(asked.split()[:8])}"
     prompt = prompt_text(request)
     shape = _plan_shape(prompt)
     if shape is None:

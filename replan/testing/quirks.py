@@ -6,6 +6,7 @@ and the presets for the servers replan was checked on: `LLAMA_CPP` (llama.cpp's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -63,6 +64,16 @@ class Quirks:
     usage: bool = True
     """False: the server reports no usage, neither in JSON replies nor in streams."""
 
+    numbers_steps: bool = False
+    """A small model that writes each step of a plan with its number in front ("3. Check the
+    environment"), as the prompts show plans: from 1, or from the number a replanner's prompt
+    says new steps are numbered from."""
+    calls_offered_tool: str | None = None
+    """A small model that calls a tool whenever it is offered one: to a request offering the tool
+    of this name, whose conversation holds no tool result yet, it answers with a call of that
+    tool (no arguments) instead of the scripted text (seen: `TaskList`, in steps that had
+    nothing to do with a task list)."""
+
     def answer(self, body: dict[str, Any], reply: Reply) -> Reply:
         """The reply this server really sends for request `body` when the script says `reply`."""
         if self.refused_modes and _asks_in(body, self.refused_modes):
@@ -74,6 +85,10 @@ class Quirks:
             return http_error(500)
         if self.prose_when_forced and body.get("tool_choice") not in (None, "auto", "none"):
             reply = text(PROSE)
+        if self.numbers_steps:
+            reply = _steps_numbered(body, reply)
+        if self.calls_offered_tool is not None:
+            reply = _offered_tool_called(body, reply, self.calls_offered_tool)
         if not (self.ignore_named_choice or self.ignore_tool_choice):
             reply = _named_choice_enforced(body, reply)
         reply = _response_format_honoured(body, reply)
@@ -134,6 +149,38 @@ def _response_format_honoured(body: dict[str, Any], reply: Reply) -> Reply:
     if _format_type(body) in ("json_schema", "json_object") and args is not None:
         return text(json.dumps(args))
     return reply
+
+
+_NEW_STEPS_FROM = re.compile(r"numbered from (\d+)")
+"""Where a replanner's prompt says from which number the steps of a new plan count."""
+
+
+def _steps_numbered(body: dict[str, Any], reply: Reply) -> Reply:
+    """A `plan` call whose text steps carry their numbers in front (`Quirks.numbers_steps`)."""
+    args = _one_call_args(reply)
+    if args is None or reply.calls[0].name != "plan" or not isinstance(args.get("steps"), list):
+        return reply
+    said = _NEW_STEPS_FROM.search(json.dumps(body.get("messages", [])))
+    first = int(said[1]) if said else 1
+    steps = [
+        f"{number}. {step}"
+        if isinstance(step, str)
+        else {**step, "step": f"{number}. {step['step']}"}
+        if isinstance(step, dict) and isinstance(step.get("step"), str)
+        else step
+        for number, step in enumerate(args["steps"], first)
+    ]
+    return tool_call("plan", {**args, "steps": steps})
+
+
+def _offered_tool_called(body: dict[str, Any], reply: Reply, tool: str) -> Reply:
+    """A call of `tool` instead of a text reply, when the request offers it and its conversation
+    holds no tool result yet (`Quirks.calls_offered_tool`)."""
+    offered = {spec.get("function", {}).get("name") for spec in body.get("tools") or []}
+    used = any(m.get("role") == "tool" for m in body.get("messages", []))
+    if reply.calls or reply.status != 200 or tool not in offered or used:
+        return reply
+    return tool_call(tool, {})
 
 
 PROSE = "Sure! Here is what I would do next, step by step, in plain words."

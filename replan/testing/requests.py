@@ -87,11 +87,24 @@ def step_tools(request: dict[str, Any]) -> list[str]:
     ]
 
 
+ANSWER_ASKS = (DEFAULT_PROMPTS.answer, DEFAULT_PROMPTS.answer_stopped)
+"""How the answer node's request starts, from the results of steps (after the run's head)."""
+
+
 def is_answer_request(request: dict[str, Any]) -> bool:
     """Whether `request` asks for the final answer in plain text (replan's `answer` node, with
-    its default prompts): its user message starts with the answer prompt."""
+    its default prompts): its user message starts with an answer prompt, or its last one ends
+    with the note of a direct answer (`is_direct_answer`)."""
     users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
-    return bool(users) and message_text(users[0]).startswith(DEFAULT_PROMPTS.answer)
+    return bool(users) and (
+        message_text(users[0]).startswith(ANSWER_ASKS) or is_direct_answer(request)
+    )
+
+
+def is_direct_answer(request: dict[str, Any]) -> bool:
+    """Whether `request` asks for the answer of a run with no tools, from the conversation."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    return bool(users) and message_text(users[-1]).endswith(DEFAULT_PROMPTS.answer_direct)
 
 
 def _common_start(first: str, second: str) -> str:

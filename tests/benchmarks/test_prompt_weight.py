@@ -17,7 +17,6 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from replan.graphs.context import TASK_TOOLS_CHOICES, Context, TaskToolsChoice
 from replan.graphs.plan_execute import build_plan_execute_graph
-from replan.graphs.prompts.executor import FAILED_PREFIX
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
 from replan.tools.task_descriptions import LANGUAGES, Language
@@ -94,7 +93,7 @@ def test_an_unknown_detail_is_refused() -> None:
 
 
 def test_context_refuses_an_unknown_task_tools_choice() -> None:
-    assert Context().task_tools == "compact"
+    assert Context().task_tools is None  # the graph's choice: none, or compact with a store
     with pytest.raises(ValueError, match="task_tools must be one of full, compact, none"):
         Context(task_tools="some")  # type: ignore[arg-type]
 
@@ -134,7 +133,7 @@ def _asked(request: dict[str, Any]) -> str:
 def test_the_executor_is_offered_exactly_the_chosen_task_tools(
     server: ScriptedOpenAIServer, choice: TaskToolsChoice
 ) -> None:
-    graph = build_plan_execute_graph(tools=[word_count])
+    graph = build_plan_execute_graph(tools=[word_count], task_tools="compact")
     context = Context(  # tool steps off: the planner lists the executor's tools in full
         model="scripted-model", base_url=server.base_url, task_tools=choice, tool_steps="off"
     )
@@ -158,18 +157,17 @@ def test_the_executor_is_offered_exactly_the_chosen_task_tools(
         assert reply["content"].startswith("Task #1 created")
 
 
-def test_without_any_tools_the_request_has_no_tools_and_says_so(
+def test_a_run_with_no_tools_at_all_is_answered_in_one_request_offering_none(
     server: ScriptedOpenAIServer,
 ) -> None:
-    graph = build_plan_execute_graph()
-    context = Context(model="scripted-model", base_url=server.base_url, task_tools="none")
-    graph.invoke({"messages": [("user", OBJECTIVE)]}, context=context)
+    graph = build_plan_execute_graph()  # the default: no task tools
+    context = Context(model="scripted-model", base_url=server.base_url)
+    result = graph.invoke({"messages": [("user", OBJECTIVE)]}, context=context)
 
-    first = _by_role(server.requests, "executor")[0]
-    assert "tools" not in first and "tool_choice" not in first
-    assert _system(first).endswith("Tools:\n(none)")
-    assert FAILED_PREFIX in _asked(first)
-    assert _system(_by_role(server.requests, "planner")[0]) == _system(first)
+    (only,) = server.requests
+    assert script.classify(only).role == "answer" and "tools" not in only
+    assert _asked(only).startswith(OBJECTIVE) and result["executed_steps"] == []
+    assert result["response"] == f"{script.DIRECT_ANSWER} {' '.join(OBJECTIVE.split()[:8])}"
 
 
 def test_the_cli_flag_reaches_the_request_and_is_stored(

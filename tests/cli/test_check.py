@@ -33,7 +33,7 @@ from replan.testing import (
     http_error,
     text,
 )
-from tests.support.cli_harness import Outcome, invoke, run_cli
+from tests.support.cli_harness import PLANNED, Outcome, invoke, run_cli
 
 DEFAULT = Quirks()
 NO_USAGE = Quirks(usage=False)
@@ -402,7 +402,16 @@ def test_check_and_a_run_on_the_scripted_server_of_each_preset(
         checked = run_cli(None, tmp_path, "check", *server, "--json", "--quiet")
         report = json.loads(checked.out)
         mode = report["settings"]["decision_mode"]
-        ran = run_cli(None, tmp_path, "run", "Ship it in 2 steps", *server, "--decision-mode", mode)
+        ran = run_cli(
+            None,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Ship it in 2 steps",
+            *server,
+            "--decision-mode",
+            mode,
+        )
 
     assert checked.code == ExitCode.OK, checked.err
     assert (report["usable"], report["modes"], mode) == (True, modes, suggested)

@@ -15,7 +15,7 @@ import pytest
 
 from replan.testing import Reply, ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import finish, invoke, start_cli
+from tests.support.cli_harness import PLANNED, finish, invoke, start_cli
 
 pytestmark = pytest.mark.slow  # real processes
 
@@ -56,6 +56,7 @@ def test_two_processes_share_one_database(
                 server,
                 tmp_path,
                 "run",
+                *PLANNED,
                 f"{name.title()} run in 6 steps",
                 "--thread-id",
                 name,

@@ -11,7 +11,7 @@ import pytest
 from replan.cli.output import ExitCode
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
+from tests.support.cli_harness import PLANNED, invoke
 
 pytestmark = pytest.mark.slow
 
@@ -23,9 +23,28 @@ def test_a_second_objective_on_a_finished_thread_is_a_follow_up(
 ) -> None:
     db = str(tmp_path / "chat.sqlite")
     url = ["--base-url", server.base_url]
-    first = invoke(capsys, "run", "Say hello in 2 steps", "--thread-id", "t1", "--db", db, *url)
+    first = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Say hello in 2 steps",
+        "--thread-id",
+        "t1",
+        "--db",
+        db,
+        *url,
+    )
     planned = len(server.requests)
-    second = invoke(capsys, "run", "Now say goodbye in 2 steps", "--thread-id", "t1", "--db", db)
+    second = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Now say goodbye in 2 steps",
+        "--thread-id",
+        "t1",
+        "--db",
+        db,
+    )
 
     assert (first.code, second.code) == (0, 0), second.err
     assert "Thread t1, turn 2" in second.err
@@ -53,12 +72,12 @@ def test_a_follow_up_to_a_thread_that_has_not_ended_says_what_to_do_and_changes_
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     db = str(tmp_path / "chat.sqlite")
-    waiting = invoke(capsys, "run", "Ship it", "--thread-id", "w", "--db", db, "--approve-plan",
-                     "--base-url", server.base_url)  # fmt: skip
+    waiting = invoke(capsys, "run", *PLANNED, "Ship it", "--thread-id", "w",
+                     "--db", db, "--approve-plan", "--base-url", server.base_url)  # fmt: skip
     assert waiting.code == ExitCode.AWAITING_APPROVAL
     asked = len(server.requests)
 
-    refused = invoke(capsys, "run", "Something else", "--thread-id", "w", "--db", db)
+    refused = invoke(capsys, "run", *PLANNED, "Something else", "--thread-id", "w", "--db", db)
 
     assert refused.code == ExitCode.USAGE and refused.out == ""
     assert refused.err.strip() == (
@@ -77,8 +96,9 @@ def test_a_follow_up_to_a_thread_saved_before_turns_plans_the_new_message_alone(
     with sqlite3.connect(db) as conn:
         conn.executescript(LEGACY.read_text())
 
-    done = invoke(capsys, "run", "Now wave in 2 steps", "--thread-id", "finished", "--db",
-                  str(db), "--base-url", server.base_url)  # fmt: skip
+    done = invoke(capsys, "run", *PLANNED, "Now wave in 2 steps",
+                  "--thread-id", "finished", "--db", str(db),
+                  "--base-url", server.base_url)  # fmt: skip
 
     assert done.code == 0, done.err
     assert "All 2 steps of [now wave in 2 steps] are done" in done.out

@@ -15,11 +15,13 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from replan.graphs.context import Context
 from replan.graphs.persistence import DEFAULT_DB, open_checkpointer
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import (
+    PLANNED,
     Gate,
     Lines,
     blocked_reading_stdin,
@@ -42,7 +44,14 @@ def test_sigkill_during_step_two_then_resume_finishes(
     monkeypatch.chdir(tmp_path)
     gate = Gate(step=2)
     with ScriptedOpenAIServer(gate) as server:
-        args = ("run", "Crash test in 3 steps", "--thread-id", "c1", *runs_db)
+        args = (
+            "run",
+            *PLANNED,
+            "Crash test in 3 steps",
+            "--thread-id",
+            "c1",
+            *runs_db,
+        )
         run = start_cli(server, tmp_path, *args)
         killed = gate.signal_when_held(run, signal.SIGKILL)
         assert killed.code == -signal.SIGKILL
@@ -71,7 +80,15 @@ def test_ctrl_c_stops_with_130_and_the_run_resumes(
 ) -> None:
     gate = Gate(step=1)
     with ScriptedOpenAIServer(gate) as server:
-        run = start_cli(server, tmp_path, "run", "Stop me in 2 steps", "--thread-id", "i")
+        run = start_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Stop me in 2 steps",
+            "--thread-id",
+            "i",
+        )
         stopped = gate.signal_when_held(run, signal.SIGINT)
         assert stopped.code == 130 and "Traceback" not in stopped.err
         assert stopped.err.splitlines()[-1] == (
@@ -121,7 +138,12 @@ def test_a_run_killed_between_saving_writes_and_its_checkpoint_is_not_finished(
                 config: RunnableConfig = {"configurable": {"thread_id": "w"}}
                 objective = {"messages": [("user", "Pending writes in 3 steps")]}
                 with pytest.raises(Killed):
-                    await graph.ainvoke(objective, config, durability="sync")
+                    await graph.ainvoke(
+                        objective,
+                        config,
+                        context=Context(task_tools="compact"),
+                        durability="sync",
+                    )
                 assert (await graph.aget_state(config)).next == ()
 
         asyncio.run(die_after_replanner_writes())
@@ -142,7 +164,15 @@ def test_the_resume_hint_appears_once_the_run_is_saved(
     monkeypatch.chdir(tmp_path)
     gate = Gate(call=script.Call("planner"))
     with ScriptedOpenAIServer(gate) as server:
-        run = start_cli(server, tmp_path, "run", "Saved early in 2 steps", "--thread-id", "s")
+        run = start_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Saved early in 2 steps",
+            "--thread-id",
+            "s",
+        )
         assert run.stderr is not None
         err = Lines(run.stderr)
         try:
@@ -160,7 +190,16 @@ def test_the_resume_hint_appears_once_the_run_is_saved(
 
 def test_interrupted_before_the_run_exists_gives_no_resume_hint(tmp_path: Path) -> None:
     """Ctrl-C while `run -` still reads its objective: no run, so no resume command."""
-    run = start_cli(None, tmp_path, "run", "-", "--thread-id", "early", stdin=subprocess.PIPE)
+    run = start_cli(
+        None,
+        tmp_path,
+        "run",
+        *PLANNED,
+        "-",
+        "--thread-id",
+        "early",
+        stdin=subprocess.PIPE,
+    )
     try:
         assert blocked_reading_stdin(run.pid)
         run.send_signal(signal.SIGINT)
@@ -175,7 +214,7 @@ def _asking(tmp_path: Path, server: ScriptedOpenAIServer, thread: str) -> tuple[
     """`run --approve-plan` with a terminal as stdin, once it asks; (process, stderr, pty)."""
     terminal, stdin = pty.openpty()
     args = ("Ask me in 2 steps", "--thread-id", thread, "--approve-plan")
-    run = start_cli(server, tmp_path, "run", *args, stdin=stdin)
+    run = start_cli(server, tmp_path, "run", *PLANNED, *args, stdin=stdin)
     os.close(stdin)
     assert run.stderr is not None
     err = Lines(run.stderr)

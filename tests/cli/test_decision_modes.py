@@ -14,7 +14,7 @@ import pytest
 from replan.cli.output import ExitCode
 from replan.testing import LLAMA_CPP_PYTHON, Quirks, Reply, ScriptedOpenAIServer, http_error
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke, run_cli
+from tests.support.cli_harness import PLANNED, invoke, run_cli
 
 FALLBACK_LINE = (
     "model server refused tool_choice 'required' (HTTP 500); asking for decisions as "
@@ -51,7 +51,7 @@ def test_a_refusal_is_shown_stored_and_kept_on_resume(
 
     server.responder = respond
     args = ["--thread-id", "t1", "--max-retries", "0"]
-    first = invoke(capsys, "run", "Compare task queues in 2 steps", *args)
+    first = invoke(capsys, "run", *PLANNED, "Compare task queues in 2 steps", *args)
 
     assert first.code == ExitCode.MODEL_UNAVAILABLE, first.err
     assert FALLBACK_LINE in first.err.splitlines()
@@ -80,7 +80,14 @@ def test_an_explicit_mode_is_stored_and_used(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     outcome = invoke(
-        capsys, "run", "Sum up in 1 steps", "--thread-id", "t2", "--decision-mode", "json_object"
+        capsys,
+        "run",
+        *PLANNED,
+        "Sum up in 1 steps",
+        "--thread-id",
+        "t2",
+        "--decision-mode",
+        "json_object",
     )
 
     assert outcome.code == ExitCode.OK, outcome.err
@@ -92,7 +99,7 @@ def test_an_explicit_mode_is_stored_and_used(
 
 def test_a_bad_decision_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
-        invoke(capsys, "run", "x", "--decision-mode", "grammar")
+        invoke(capsys, "run", *PLANNED, "x", "--decision-mode", "grammar")
     assert stopped.value.code == ExitCode.USAGE
     assert "argument --decision-mode: invalid choice: 'grammar'" in capsys.readouterr().err
 
@@ -107,7 +114,15 @@ def test_a_server_failing_every_way_is_still_model_unavailable(
         if script.classify(request).role == "replanner"
         else script.respond(request)
     )
-    outcome = run_cli(server, tmp_path, "run", "Sum up in 1 steps", "--max-retries", "0")
+    outcome = run_cli(
+        server,
+        tmp_path,
+        "run",
+        *PLANNED,
+        "Sum up in 1 steps",
+        "--max-retries",
+        "0",
+    )
 
     assert outcome.code == ExitCode.MODEL_UNAVAILABLE, outcome.err
     assert "replan: the model server answered HTTP 500: out of memory" in outcome.err

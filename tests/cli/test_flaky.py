@@ -11,7 +11,7 @@ import pytest
 
 from replan.testing import BROKEN_REPLIES, Reply, ScriptedOpenAIServer, http_error
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
+from tests.support.cli_harness import PLANNED, invoke
 from tests.support.fake_models import ANSWER_CALLS
 
 ANSWER = "All 3 steps of [flaky in 3 steps] are done: RESULT 1/3, RESULT 2/3, RESULT 3/3"
@@ -40,7 +40,7 @@ def test_intermittent_500_and_429_are_retried(
     with ScriptedOpenAIServer(flaky) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         server.push(http_error(429, "slow down", retry_after_ms=5))
-        done = invoke(capsys, "run", "Flaky in 3 steps", "--max-retries", "2")
+        done = invoke(capsys, "run", *PLANNED, "Flaky in 3 steps", "--max-retries", "2")
         assert (done.code, done.out.strip()) == (0, ANSWER), done.err
         # 7 model turns (and the answer), each failing once first, plus the queued 429.
         assert len(server.requests) == 2 * (7 + ANSWER_CALLS) + 1
@@ -58,7 +58,16 @@ def test_server_down_for_the_executor_then_healthy_resumes(
 
     with ScriptedOpenAIServer(executor_down) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        failed = invoke(capsys, "run", "Flaky in 3 steps", "--thread-id", "d", "--max-retries", "2")
+        failed = invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Flaky in 3 steps",
+            "--thread-id",
+            "d",
+            "--max-retries",
+            "2",
+        )
         assert failed.code == 3
         assert "Traceback" not in failed.err and failed.out == ""
         assert failed.err.splitlines()[-2:] == [
@@ -90,7 +99,16 @@ def test_a_server_sending_no_chat_completion_stops_with_one_line_and_resumes(
 
     with ScriptedOpenAIServer(replanner_broken) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        failed = invoke(capsys, "run", "Flaky in 3 steps", "--thread-id", "b", "--max-retries", "0")
+        failed = invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Flaky in 3 steps",
+            "--thread-id",
+            "b",
+            "--max-retries",
+            "0",
+        )
         assert failed.code == 3 and failed.out == ""
         assert "Traceback" not in failed.err
         error, hint = failed.err.splitlines()[-2:]

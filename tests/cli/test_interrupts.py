@@ -19,6 +19,7 @@ import pytest
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import (
+    PLANNED,
     REPLAN,
     Gate,
     blocked_reading_stdin,
@@ -125,7 +126,7 @@ def test_during_a_model_request(
     """The case of the report: the replanner waits for the model (its request held)."""
     gate = Gate(call=script.Call("replanner"))
     with ScriptedOpenAIServer(gate) as server:
-        args = [REPLAN, "run", "Stop me in 2 steps", "--thread-id", "m"]
+        args = [REPLAN, "run", *PLANNED, "Stop me in 2 steps", "--thread-id", "m"]
         terminal = Terminal(args, here, _serve(server, monkeypatch))
         try:
             assert gate.reached.wait(timeout=60), terminal.text()
@@ -147,7 +148,7 @@ def test_during_a_tool_call_that_does_not_return(
     """The tool is still working when the process ends: it is not waited for."""
     (here / "slow_tools.py").write_text(TOOLS_FILE)
     with ScriptedOpenAIServer(looks_up_a_price) as server:
-        args = [REPLAN, "run", "Stop me in 2 steps", "--thread-id", "t"]
+        args = [REPLAN, "run", *PLANNED, "Stop me in 2 steps", "--thread-id", "t"]
         terminal = Terminal(
             [*args, "--tools", "./slow_tools.py:TOOLS"], here, _serve(server, monkeypatch)
         )
@@ -169,7 +170,7 @@ def test_during_a_checkpoint_write(
     gate = here / "writing"
     with ScriptedOpenAIServer(script.respond) as server:
         env = {**_serve(server, monkeypatch), "PYTHONPATH": str(ROOT)}
-        args = ["run", "Stop me in 2 steps", "--thread-id", "w"]
+        args = ["run", *PLANNED, "Stop me in 2 steps", "--thread-id", "w"]
         held = [sys.executable, "-m", "tests.support.held_write", str(gate), *args]
         terminal = Terminal(held, here, env)
         assert _appears(gate, terminal), terminal.text()
@@ -187,7 +188,15 @@ def test_at_the_approval_prompt(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        args = [REPLAN, "run", "Ask me in 2 steps", "--thread-id", "a", "--approve-plan"]
+        args = [
+            REPLAN,
+            "run",
+            *PLANNED,
+            "Ask me in 2 steps",
+            "--thread-id",
+            "a",
+            "--approve-plan",
+        ]
         terminal = Terminal(args, here, _serve(server, monkeypatch))
         assert terminal.wait_for("Approve this plan? [a]pprove / [e]dit / [r]eject:")
         # A signal between the question and the read would only be seen once a line came in.
@@ -210,7 +219,7 @@ def test_sigterm_while_sigint_is_ignored(
     stops on SIGTERM the same way, during a model request."""
     gate = Gate(call=script.Call("replanner"))
     with ScriptedOpenAIServer(gate) as server:
-        args = [REPLAN, "run", "Stop me in 2 steps", "--thread-id", "b"]
+        args = [REPLAN, "run", *PLANNED, "Stop me in 2 steps", "--thread-id", "b"]
         process = subprocess.Popen(
             args,
             cwd=here,

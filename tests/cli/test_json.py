@@ -13,7 +13,7 @@ import pytest
 
 from replan.testing import Reply, ScriptedOpenAIServer, http_error, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import Outcome, run_cli
+from tests.support.cli_harness import PLANNED, Outcome, run_cli
 from tests.support.readme import doc, section_text
 
 pytestmark = pytest.mark.slow  # real processes
@@ -44,7 +44,16 @@ def _documented_example() -> dict[str, Any]:
 
 def test_run_and_show_print_one_json_document(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_with_a_task) as server:
-        done = run_cli(server, tmp_path, "run", "Ship it in 2 steps", "--thread-id", "j", "--json")
+        done = run_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Ship it in 2 steps",
+            "--thread-id",
+            "j",
+            "--json",
+        )
     assert done.code == 0, done.err
     run = _document(done)
     assert run.keys() == _documented_example().keys()
@@ -76,7 +85,7 @@ def test_a_failed_run_says_why_in_json_and_in_show(tmp_path: Path) -> None:
 
     with ScriptedOpenAIServer(executor_down) as server:
         args = ("Ship it in 2 steps", "--thread-id", "f", "--max-retries", "0", "--json")
-        failed = run_cli(server, tmp_path, "run", *args)
+        failed = run_cli(server, tmp_path, "run", *PLANNED, *args)
     assert failed.code == 3
     run = _document(failed)
     error = {
@@ -94,10 +103,18 @@ def test_a_failed_run_says_why_in_json_and_in_show(tmp_path: Path) -> None:
 
 def test_waiting_runs_and_threads_in_json(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        done = run_cli(server, tmp_path, "run", "Ship it in 2 steps", "--thread-id", "first")
+        done = run_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Ship it in 2 steps",
+            "--thread-id",
+            "first",
+        )
         assert done.code == 0
         args = ("Ship it in 2 steps", "--thread-id", "second", "--approve-plan", "--json")
-        waiting = run_cli(server, tmp_path, "run", *args)
+        waiting = run_cli(server, tmp_path, "run", *PLANNED, *args)
     assert waiting.code == 4
     run = _document(waiting)
     assert run["status"] == "waiting_for_approval" and run["review"]["plan"] == STEPS_2
@@ -118,10 +135,27 @@ def test_an_objective_of_a_megabyte_from_stdin_or_a_file(tmp_path: Path, source:
     assert len(data) > 2**20
     with ScriptedOpenAIServer(script.respond) as server:
         if source == "stdin":
-            done = run_cli(server, tmp_path, "run", "-", "--json", "--quiet", input=data)
+            done = run_cli(
+                server,
+                tmp_path,
+                "run",
+                *PLANNED,
+                "-",
+                "--json",
+                "--quiet",
+                input=data,
+            )
         else:
             (tmp_path / "objective.md").write_bytes(data)
-            done = run_cli(server, tmp_path, "run", "--objective-file", "objective.md", "--json")
+            done = run_cli(
+                server,
+                tmp_path,
+                "run",
+                *PLANNED,
+                "--objective-file",
+                "objective.md",
+                "--json",
+            )
     assert done.code == 0, done.err
     assert _document(done)["objective"] == objective
 

@@ -26,6 +26,7 @@ from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support import pg_support
 from tests.support.cli_harness import (
+    PLANNED,
     Gate,
     finish,
     invoke,
@@ -55,6 +56,7 @@ def test_a_run_started_in_one_folder_is_resumed_from_another(
             server,
             first,
             "run",
+            *PLANNED,
             "Hand over in 2 steps",
             "--thread-id",
             "h1",
@@ -116,7 +118,7 @@ def test_a_missing_database_on_a_live_server_is_reported_by_a_real_process(
 ) -> None:
     missing = pg_support.with_database(postgres_url, "replan_no_such_database")
     with ScriptedOpenAIServer(script.respond) as server:
-        outcome = run_cli(server, tmp_path, "run", "Anything", "--db", missing)
+        outcome = run_cli(server, tmp_path, "run", *PLANNED, "Anything", "--db", missing)
     assert outcome.code == DATABASE_UNAVAILABLE
     (line,) = outcome.err.splitlines()
     assert line.startswith(f"replan: cannot open the runs database {missing}: ")
@@ -131,7 +133,7 @@ def test_losing_the_server_mid_run_is_one_line_and_the_run_resumes(
     gate = Gate(step=2)
     with ScriptedOpenAIServer(gate) as server:
         args = ("--thread-id", "lost", "--db", postgres_url)
-        run = start_cli(server, tmp_path, "run", "Lose the server in 3 steps", *args)
+        run = start_cli(server, tmp_path, "run", *PLANNED, "Lose the server in 3 steps", *args)
         try:
             assert gate.reached.wait(timeout=60), finish(run, timeout=5)
             assert pg_support.terminate_connections(pg_support.schema_of(postgres_url)) == 1

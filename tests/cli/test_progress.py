@@ -22,7 +22,7 @@ from replan.cli.progress import ProgressPrinter
 from replan.graphs.context import DEFAULT_TIMEOUT_SECONDS
 from replan.testing import Reply, ScriptedOpenAIServer, http_error, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import REPLAN, cli_env, invoke, run_cli
+from tests.support.cli_harness import PLANNED, REPLAN, cli_env, invoke, run_cli
 
 ANSWER_1 = "All 1 steps of [watch me in 1 steps] are done: RESULT 1/1"
 
@@ -45,7 +45,15 @@ def _busy_step(request: dict[str, Any]) -> Reply:
 def test_plain_progress_shows_what_happens_inside_a_step(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_busy_step) as server:
         server.push(http_error(500, "warming up", retry_after_ms=5))
-        done = run_cli(server, tmp_path, "run", "Watch me in 1 steps", "--max-retries", "2")
+        done = run_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Watch me in 1 steps",
+            "--max-retries",
+            "2",
+        )
     assert (done.code, done.out.strip()) == (0, ANSWER_1), done.err
     lines = done.err.splitlines()
     step = lines.index("Step 1: Step 1 of 1 [watch me in 1 steps]")
@@ -73,14 +81,14 @@ def test_a_silent_model_shows_how_long_it_has_been_waited_for(tmp_path: Path) ->
         return script.respond(request)
 
     with ScriptedOpenAIServer(slow_planner) as server:
-        done = run_cli(server, tmp_path, "run", "Watch me in 1 steps")
+        done = run_cli(server, tmp_path, "run", *PLANNED, "Watch me in 1 steps")
     assert done.code == 0, done.err
     lines = done.err.splitlines()
     assert lines[1:3] == [
         "Planning…",
         f"  waiting for the model: {FIRST_WAIT_NOTICE_SECONDS:.0f} s",
     ]
-    helped = run_cli(None, tmp_path, "run", "--help").out
+    helped = run_cli(None, tmp_path, "run", *PLANNED, "--help").out
     assert f"seconds to wait for one model request (default: {DEFAULT_TIMEOUT_SECONDS:g})" in (
         " ".join(helped.split())
     )
@@ -89,7 +97,7 @@ def test_a_silent_model_shows_how_long_it_has_been_waited_for(tmp_path: Path) ->
 @pytest.mark.slow
 def test_quiet_shows_no_progress(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        done = run_cli(server, tmp_path, "run", "Watch me in 1 steps", "--quiet")
+        done = run_cli(server, tmp_path, "run", *PLANNED, "Watch me in 1 steps", "--quiet")
     assert (done.code, done.out.strip(), done.err) == (0, ANSWER_1, "")
 
 
@@ -113,7 +121,14 @@ def test_live_progress_on_a_terminal(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_busy_step) as server:
         env = {**cli_env(server), "TERM": "xterm-256color", "COLUMNS": "100"}
         process = subprocess.Popen(
-            [REPLAN, "run", "Watch me in 1 steps", "--thread-id", "live"],
+            [
+                REPLAN,
+                "run",
+                *PLANNED,
+                "Watch me in 1 steps",
+                "--thread-id",
+                "live",
+            ],
             cwd=tmp_path,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -214,7 +229,15 @@ def test_approving_a_plan_unchanged_on_resume_does_not_revise_it(
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        asked = invoke(capsys, "run", "Ask in 3 steps", "--thread-id", "a", "--approve-plan")
+        asked = invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Ask in 3 steps",
+            "--thread-id",
+            "a",
+            "--approve-plan",
+        )
         assert asked.code == 4, asked.err
         approved = invoke(capsys, "resume", "--thread-id", "a", "--approve")
     assert approved.code == 0, approved.err

@@ -14,7 +14,7 @@ import pytest
 from replan.cli import output as cli
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import Outcome, cli_env, finish, invoke, run_cli, start_cli
+from tests.support.cli_harness import PLANNED, Outcome, cli_env, finish, invoke, run_cli, start_cli
 from tests.support.readme import doc, section_text
 
 ANSWER_2 = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
@@ -35,7 +35,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Scripted
 def test_console_script_runs_and_prints_progress_and_answer(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
-    done = run_cli(server, tmp_path, "run", "Ship it in 2 steps")
+    done = run_cli(server, tmp_path, "run", *PLANNED, "Ship it in 2 steps")
     assert done.code == 0, done.err
     assert done.out.strip() == ANSWER_2
     lines = done.err.splitlines()
@@ -52,8 +52,19 @@ def test_console_script_runs_and_prints_progress_and_answer(
 def test_show_and_threads_describe_stored_runs(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "one").code == 0
-    assert invoke(capsys, "run", "Wait for me", "--thread-id", "two", "--approve-plan").code == 4
+    assert invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "one").code == 0
+    assert (
+        invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Wait for me",
+            "--thread-id",
+            "two",
+            "--approve-plan",
+        ).code
+        == 4
+    )
     shown = invoke(capsys, "show", "--thread-id", "one")
     assert shown.code == 0
     assert "Status: finished\nStarted: " in shown.out and f"Answer:\n  {ANSWER_2}" in shown.out
@@ -82,7 +93,7 @@ def test_show_and_threads_describe_stored_runs(
 def test_resume_of_a_finished_run_prints_its_answer(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t").code == 0
+    assert invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t").code == 0
     before = len(server.requests)
     again = invoke(capsys, "resume", "--thread-id", "t")
     assert (again.code, again.out.strip()) == (0, ANSWER_2)
@@ -96,7 +107,15 @@ def test_a_run_out_of_rounds_is_not_finished_everywhere(
 ) -> None:
     """`max_iterations` ran out: exit 6, the report on stdout, "not finished" in every view."""
     cut = run_cli(
-        server, tmp_path, "run", "Cut short in 3 steps", "--thread-id", "c", "--max-iterations", "1"
+        server,
+        tmp_path,
+        "run",
+        *PLANNED,
+        "Cut short in 3 steps",
+        "--thread-id",
+        "c",
+        "--max-iterations",
+        "1",
     )
     assert cut.code == 6, cut.err
     assert cut.out.startswith("The objective was not finished") and "RESULT 1/3" in cut.out
@@ -127,6 +146,7 @@ def test_resume_continues_on_the_runs_own_model_and_endpoint(
                 default,
                 tmp_path,
                 "run",
+                *PLANNED,
                 "Ship it in 2 steps",
                 "--thread-id",
                 "m",
@@ -159,7 +179,16 @@ def test_options_given_to_resume_override_the_stored_ones(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert (
-        invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "o", "--approve-plan").code == 4
+        invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Ship it in 2 steps",
+            "--thread-id",
+            "o",
+            "--approve-plan",
+        ).code
+        == 4
     )
     assert invoke(capsys, "resume", "--thread-id", "o", "--approve", "--model", "model-b").code == 0
     models = [r["model"] for r in server.requests]
@@ -171,7 +200,7 @@ def test_options_given_to_resume_override_the_stored_ones(
 def test_an_empty_objective_is_a_usage_error_before_anything_is_stored(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], objective: str
 ) -> None:
-    refused = invoke(capsys, "run", objective, "--thread-id", "e")
+    refused = invoke(capsys, "run", *PLANNED, objective, "--thread-id", "e")
     assert (refused.code, refused.out) == (2, "")
     assert refused.err.strip() == "replan: the objective is empty: say what the run should achieve"
     assert server.requests == [] and not Path("replan.sqlite").exists()
@@ -181,7 +210,16 @@ def test_unreachable_server_then_back(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.stop()
-    failed = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "u", "--max-retries", "0")
+    failed = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Ship it in 2 steps",
+        "--thread-id",
+        "u",
+        "--max-retries",
+        "0",
+    )
     assert failed.code == 3
     assert failed.err.splitlines()[-2].startswith(
         f"replan: cannot reach the model server at {server.base_url}: "
@@ -197,7 +235,15 @@ def test_unreachable_server_then_back(
 
 
 def _waiting(capsys: pytest.CaptureFixture[str], thread: str) -> None:
-    waiting = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", thread, "--approve-plan")
+    waiting = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Ship it in 2 steps",
+        "--thread-id",
+        thread,
+        "--approve-plan",
+    )
     assert waiting.code == 4
     assert f"replan resume --thread-id {thread} --approve" in waiting.err.splitlines()[-1]
     assert waiting.out == ""
@@ -284,7 +330,7 @@ def test_a_run_refused_before_it_could_start_stores_nothing(
 ) -> None:
     _waiting(capsys, "w")
     monkeypatch.delenv("OPENAI_API_KEY")
-    refused = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "k")
+    refused = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "k")
     assert (refused.code, refused.out) == (cli.ExitCode.MODEL_UNAVAILABLE, "")
     assert re.fullmatch(r"replan: OPENAI_API_KEY is not set: [^\n]*\n", refused.err)
     listed = json.loads(invoke(capsys, "threads", "--json").out)
@@ -298,7 +344,7 @@ def test_a_run_refused_before_it_could_start_stores_nothing(
     monkeypatch.delenv("REPLAN_DB", raising=False)
     (tmp_path / "fresh").mkdir()
     monkeypatch.chdir(tmp_path / "fresh")
-    assert invoke(capsys, "run", "Ship it", "--thread-id", "k").code == 3
+    assert invoke(capsys, "run", *PLANNED, "Ship it", "--thread-id", "k").code == 3
     assert list((tmp_path / "fresh").iterdir()) == []
     assert script.executor_steps(server.requests) == []
 
@@ -307,7 +353,19 @@ def test_review_flag_without_a_waiting_plan_is_a_usage_error(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.stop()
-    assert invoke(capsys, "run", "Ship it", "--thread-id", "x", "--max-retries", "0").code == 3
+    assert (
+        invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Ship it",
+            "--thread-id",
+            "x",
+            "--max-retries",
+            "0",
+        ).code
+        == 3
+    )
     outcome = invoke(capsys, "resume", "--thread-id", "x", "--approve")
     assert outcome.code == 2
     assert outcome.err == "replan: thread x has no plan waiting for approval\n"
@@ -321,7 +379,7 @@ def test_approval_on_a_terminal_asks(
     answers = iter(["maybe", "e", "Step 1 of 1 [typed]", "", ""])
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda: next(answers))
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--approve-plan")
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--approve-plan")
     assert (done.code, done.out.strip()) == (0, "All 1 steps of [typed] are done: RESULT 1/1")
     assert "The plan waits for your approval:\n1. Step 1 of 2" in done.err
     assert next(answers) == ""
@@ -355,7 +413,7 @@ def test_task_list_round_trips_through_the_checkpoint_without_warnings(
         return script.respond(request)
 
     server.responder = with_task
-    assert invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t").code == 0
+    assert invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t").code == 0
     shown = invoke(capsys, "show", "--thread-id", "t").out
     assert "Tasks:\n  #1 [pending] Write it\n  #2 [pending] Write it" in shown
     assert [r.getMessage() for r in caplog.records if "msgpack" in r.getMessage()] == []

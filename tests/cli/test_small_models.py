@@ -14,7 +14,7 @@ import pytest
 from replan.cli.output import ExitCode
 from replan.testing import LLAMA_CPP, LLAMA_CPP_PYTHON, OLLAMA, ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
+from tests.support.cli_harness import PLANNED, invoke
 
 PRESETS = {
     "llama-server, small model": dataclasses.replace(
@@ -44,7 +44,7 @@ def test_a_first_run_with_defaults_ends_in_an_answer_on_every_local_server(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str], preset: str
 ) -> None:
     server.quirks = PRESETS[preset]
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t")
 
     assert done.code == ExitCode.OK, done.err
     assert (
@@ -61,7 +61,7 @@ def test_a_run_whose_steps_never_get_done_ends_not_finished_not_failed(
         if script.classify(request).role == "executor"
         else script.respond(request)
     )
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--max-iterations", "3")
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--max-iterations", "3")
 
     assert done.code == ExitCode.NOT_FINISHED, done.err
     assert done.out.startswith("The objective was not finished")
@@ -71,7 +71,16 @@ def test_the_fallback_for_mistakes_is_shown_and_kept_with_the_run(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.quirks = PRESETS["llama-server, small model"]
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t", "--answer", "plain")
+    done = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Ship it in 2 steps",
+        "--thread-id",
+        "t",
+        "--answer",
+        "plain",
+    )
     assert done.code == ExitCode.OK, done.err
     assert FALLBACK_LINE in done.err.splitlines()
     assert "writing the answer" in done.err
@@ -90,13 +99,22 @@ def test_the_fallback_for_mistakes_is_shown_and_kept_with_the_run(
 def test_answers_in_the_decision_are_a_run_setting(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t", "--answer", "decision")
+    done = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Ship it in 2 steps",
+        "--thread-id",
+        "t",
+        "--answer",
+        "decision",
+    )
     assert done.code == ExitCode.OK, done.err
     assert all(script.classify(r).role != "answer" for r in server.requests)
     shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
     assert shown["settings"]["answer"] == "decision"
     with pytest.raises(SystemExit) as refused:
-        invoke(capsys, "run", "Ship it", "--answer", "json")
+        invoke(capsys, "run", *PLANNED, "Ship it", "--answer", "json")
     assert refused.value.code == ExitCode.USAGE
 
 
@@ -106,7 +124,7 @@ def test_a_forced_call_sent_back_as_text_moves_the_decisions_to_json(
     """llama-server: the planner's forced call comes back as text; the replanner is asked for
     JSON at once instead of a forced call it would answer in prose."""
     server.quirks = LLAMA_CPP
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t")
 
     assert done.code == ExitCode.OK, done.err
     assert (
@@ -127,11 +145,11 @@ def test_a_replanner_that_never_decides_ends_not_finished_with_the_work_kept(
         if script.classify(request).role == "replanner"
         else script.respond(request)
     )
-    done = invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "t")
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t")
 
     assert done.code == ExitCode.NOT_FINISHED, done.err
     assert "Traceback" not in done.err
-    assert done.out.startswith("The objective was not finished: after the work below, the model")
-    assert "Executed step 1: RESULT 1/2" in done.out
+    assert done.out.startswith("The objective was not finished: the model gave no usable")
+    assert "RESULT 1/2" in done.out  # the answer written from the work done
     shown = json.loads(invoke(capsys, "show", "--thread-id", "t", "--json").out)
     assert shown["stop_reason"] == "no_decision"

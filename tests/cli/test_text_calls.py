@@ -11,7 +11,7 @@ import pytest
 
 from replan.testing import Quirks, Reply, ScriptedOpenAIServer, tool_calls
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke, run_cli
+from tests.support.cli_harness import PLANNED, invoke, run_cli
 
 ANSWER_1 = "All 1 steps of [ship it in 1 steps] are done: RESULT 1/1"
 TAGGED = Quirks(calls_as_text="tagged")
@@ -30,7 +30,15 @@ def _with_tasks(request: dict[str, Any]) -> Reply:
 @pytest.mark.slow
 def test_progress_shows_calls_read_from_text_and_show_counts_them(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_with_tasks, quirks=TAGGED) as server:
-        done = run_cli(server, tmp_path, "run", "Ship it in 1 steps", "--thread-id", "t")
+        done = run_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Ship it in 1 steps",
+            "--thread-id",
+            "t",
+        )
         shown = run_cli(server, tmp_path, "show", "--thread-id", "t")
         document = json.loads(run_cli(server, tmp_path, "show", "--thread-id", "t", "--json").out)
     assert (done.code, done.out.strip()) == (0, ANSWER_1), done.err
@@ -63,7 +71,15 @@ def test_no_text_calls_turns_recovery_off_and_is_stored(
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(_with_tasks, quirks=TAGGED) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        done = invoke(capsys, "run", "Ship it in 1 steps", "--thread-id", "t", "--no-text-calls")
+        done = invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Ship it in 1 steps",
+            "--thread-id",
+            "t",
+            "--no-text-calls",
+        )
         shown = invoke(capsys, "show", "--thread-id", "t", "--json")
     # The planner's calls, written as text, are not read: its decisions fall back to a JSON
     # reply; the executor's are not run, so the run ends as making no progress.

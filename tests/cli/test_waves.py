@@ -15,7 +15,7 @@ import pytest
 
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import Gate, finish, invoke, start_cli
+from tests.support.cli_harness import PLANNED, Gate, finish, invoke, start_cli
 from tests.support.fake_models import ANSWER_CALLS
 from tests.support.gathering import Gathering
 
@@ -53,7 +53,7 @@ def test_bad_wave_options_are_usage_errors(
     option: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        invoke(capsys, "run", "Anything", *option)
+        invoke(capsys, "run", *PLANNED, "Anything", *option)
     assert exited.value.code == 2
     assert option[0] in capsys.readouterr().err
 
@@ -62,7 +62,7 @@ def test_a_wave_prints_its_steps_side_by_side(
     server: ScriptedOpenAIServer, clock: script.Clock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     clock.latency = Gathering([[1, 2, 3]])
-    done = invoke(capsys, "run", "Survey in 3 parallel steps", "--thread-id", "w")
+    done = invoke(capsys, "run", *PLANNED, "Survey in 3 parallel steps", "--thread-id", "w")
     assert done.code == 0 and "RESULT 1/3, RESULT 2/3, RESULT 3/3" in done.out
     lines = done.err.splitlines()
     assert "  2. Step 2 of 3 [survey in 3 parallel steps] [after: nothing]" in lines
@@ -80,7 +80,15 @@ def test_the_wave_options_bound_the_run(
 ) -> None:
     clock.latency = Gathering([[1, 2], [3, 4]])
     options = ["--max-concurrency", "2", "--replan", "when_needed"]
-    done = invoke(capsys, "run", "Survey in 4 parallel steps", "--thread-id", "k", *options)
+    done = invoke(
+        capsys,
+        "run",
+        *PLANNED,
+        "Survey in 4 parallel steps",
+        "--thread-id",
+        "k",
+        *options,
+    )
     assert done.code == 0 and ANSWER_4 in done.out
     assert clock.most_at_once() == 2
     assert [span.call.role for span in clock.spans].count("replanner") == 1
@@ -91,7 +99,16 @@ def test_edit_plan_takes_steps_with_dependencies(
 ) -> None:
     clock.latency = Gathering([[1, 2], [3]])
     assert (
-        invoke(capsys, "run", "Ship it in 2 steps", "--thread-id", "e", "--approve-plan").code == 4
+        invoke(
+            capsys,
+            "run",
+            *PLANNED,
+            "Ship it in 2 steps",
+            "--thread-id",
+            "e",
+            "--approve-plan",
+        ).code
+        == 4
     )
     steps = [
         '{"step": "Step 1 of 3 [mine]", "depends_on": []}',
@@ -132,7 +149,15 @@ def test_sigkill_in_a_wave_then_resume_runs_only_the_unfinished_step(
     monkeypatch.chdir(tmp_path)
     gate = Gate(step=3)
     with ScriptedOpenAIServer(gate) as server:
-        run = start_cli(server, tmp_path, "run", "Crash in 4 parallel steps", "--thread-id", "c")
+        run = start_cli(
+            server,
+            tmp_path,
+            "run",
+            *PLANNED,
+            "Crash in 4 parallel steps",
+            "--thread-id",
+            "c",
+        )
         try:
             assert gate.reached.wait(timeout=60), finish(run, timeout=5)
             # The moment: steps 1, 2 and 4 are done and saved; step 3 is still at the model.

@@ -24,7 +24,7 @@ def _paused(mode: Mode = "async") -> tuple[Any, FakeChatModel, dict[str, Any]]:
         executor=[text("step done"), text("step done")],
         replanner=[respond("finished")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     paused = run(graph, "Write a post", mode, config=CONFIG, context=APPROVE)
     (pending,) = paused["__interrupt__"]
     return graph, model, pending.value
@@ -163,5 +163,5 @@ def test_an_unknown_answer_pauses_again_with_an_error_for_people(
 
 def test_without_approve_plan_there_is_no_pause() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     assert run(graph, "Go", config=CONFIG, context=Context())["response"] == "ok"

@@ -33,7 +33,7 @@ def _endless(rounds: int) -> FakeChatModel:
 @both_modes
 def test_a_smaller_max_iterations_for_the_run_stops_it_earlier(mode: Mode) -> None:
     model = _endless(5)
-    graph = build_plan_execute_graph(model, max_iterations=5)
+    graph = build_plan_execute_graph(model, max_iterations=5, task_tools="compact")
     result = run(graph, "Go on", mode, context=Context(max_iterations=2))
 
     assert len(result["executed_steps"]) == 2
@@ -53,7 +53,12 @@ def test_many_rounds_are_not_cut_by_the_recursion_limit(given: str, mode: Mode) 
     rounds = 30  # 2 super-steps a round: beyond LangGraph's default limit of 25
     model = _endless(rounds)
     build, context = _bound("max_iterations", rounds, given)
-    result = run(build_plan_execute_graph(model, **build), "Go on", mode, context=context)
+    result = run(
+        build_plan_execute_graph(model, **build, task_tools="compact"),
+        "Go on",
+        mode,
+        context=context,
+    )
 
     assert len(result["executed_steps"]) == rounds
     assert result["stop_reason"] == "max_iterations"
@@ -68,7 +73,11 @@ def test_a_long_step_is_not_cut_by_the_recursion_limit(given: str) -> None:
         replanner=[respond("ok")],
     )
     build, context = _bound("executor_max_steps", turns, given)
-    result = run(build_plan_execute_graph(model, **build), "Loop a while", context=context)
+    result = run(
+        build_plan_execute_graph(model, **build, task_tools="compact"),
+        "Loop a while",
+        context=context,
+    )
 
     assert len(model.requests_of("executor")) == turns
     assert result["executed_steps"][0]["result"] == "listed them all"
@@ -80,7 +89,7 @@ def test_executor_max_steps_for_the_run_cuts_a_step_shorter() -> None:
         executor=[call("TaskList")] * 3,
         replanner=[respond("stopped")],
     )
-    graph = build_plan_execute_graph(model, executor_max_steps=10)
+    graph = build_plan_execute_graph(model, executor_max_steps=10, task_tools="compact")
     result = run(graph, "Loop", context=Context(executor_max_steps=3))
 
     assert len(model.requests_of("executor")) == 3
@@ -95,7 +104,7 @@ def test_mistake_retries_for_the_run(retries: int, mistakes: int, succeeds: bool
         executor=[text("done")],
         replanner=[respond("ok")],
     )
-    graph = build_plan_execute_graph(model, mistake_retries=2)
+    graph = build_plan_execute_graph(model, mistake_retries=2, task_tools="compact")
     context = Context(mistake_retries=retries)
     result = run(graph, "Objective", context=context)
     assert (result["response"] == "ok") == succeeds

@@ -34,7 +34,9 @@ def _chat() -> tuple[Any, FakeChatModel]:
         executor=[text("Said hello."), text("Waved.")],
         replanner=[respond("Hello!"), respond("Goodbye!")],
     )
-    return build_plan_execute_graph(model, checkpointer=InMemorySaver()), model
+    return build_plan_execute_graph(
+        model, checkpointer=InMemorySaver(), task_tools="compact"
+    ), model
 
 
 @both_modes
@@ -111,7 +113,9 @@ def test_a_follow_up_may_use_the_turn_befores_results_by_number() -> None:
         executor=[text("Ordered 12.")],
         replanner=[respond("12 in stock."), respond("Ordered 12.")],
     )
-    graph = build_plan_execute_graph(model, [stock], checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(
+        model, [stock], checkpointer=InMemorySaver(), task_tools="compact"
+    )
     run(graph, "How much tea is in stock?", config=CONFIG)
     result = run(graph, "Order all of it", config=CONFIG)
 
@@ -136,7 +140,7 @@ def test_the_task_list_carries_over_to_the_next_turn() -> None:
         ],
         replanner=[respond("Noted."), respond("Buy tea.")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     run(graph, "Note that we need tea", config=CONFIG)
     run(graph, "What is on the list?", config=CONFIG)
 
@@ -149,7 +153,7 @@ def test_a_report_of_a_turn_not_finished_is_the_message_too() -> None:
     model = FakeChatModel(
         planner=[plan("a", "b", "c")], executor=[text("A")], replanner=[plan("b", "c")]
     )
-    graph = build_plan_execute_graph(model, max_iterations=1)
+    graph = build_plan_execute_graph(model, max_iterations=1, task_tools="compact")
     result = run(graph, "Do three things")
 
     assert result["stop_reason"] == "max_iterations"

@@ -35,7 +35,7 @@ def _counted(
     **overrides: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The output and the final state of one run."""
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     context = Context(model="scripted-model", base_url=server.base_url, **overrides)
     result = run(graph, objective, mode, config=config, context=context)

@@ -43,7 +43,7 @@ def _decisions(server: ScriptedOpenAIServer) -> list[dict[str, Any]]:
 def _plans(server: ScriptedOpenAIServer, mode: DecisionMode, run_mode: Mode) -> list[Any]:
     """The plans the planner and replanner made in one run in `mode`."""
     events = stream(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         OBJECTIVE,
         run_mode,
         stream_mode="updates",
@@ -75,7 +75,11 @@ def test_every_decision_mode_yields_the_same_plans(
 
 def test_each_mode_asks_the_server_its_own_way(server: ScriptedOpenAIServer) -> None:
     for decision in DECISION_MODES:
-        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, decision_mode=decision))
+        run(
+            build_plan_execute_graph(task_tools="compact"),
+            OBJECTIVE,
+            context=_context(server, decision_mode=decision),
+        )
     asked = [
         (r.get("tool_choice"), (r.get("response_format") or {}).get("type"))
         for r in _decisions(server)
@@ -129,7 +133,7 @@ def test_a_reply_that_does_not_validate_is_corrected(
 
     server.responder = respond
     result = run(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         "Sum up in 1 steps",
         context=_context(server, decision_mode=decision),
     )
@@ -151,7 +155,9 @@ def test_mistakes_past_the_bound_end_the_turn_in_json_mode(server: ScriptedOpenA
         else script.respond(request)
     )
     result = run(
-        build_plan_execute_graph(), OBJECTIVE, context=_context(server, decision_mode="json_schema")
+        build_plan_execute_graph(task_tools="compact"),
+        OBJECTIVE,
+        context=_context(server, decision_mode="json_schema"),
     )
     assert result["stop_reason"] == "no_decision"
     assert "the reply is not a JSON object, still" in result["response"]
@@ -165,7 +171,7 @@ def test_llama_cpp_python_refusing_required_falls_back_once_to_a_named_tool(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     server.quirks = LLAMA_CPP_PYTHON
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     events = stream(
         graph,
@@ -195,7 +201,7 @@ def test_llama_cpp_python_refusing_required_falls_back_once_to_a_named_tool(
 
 def test_a_refused_json_schema_falls_back_to_json_object(server: ScriptedOpenAIServer) -> None:
     server.quirks = LLAMA_CPP_PYTHON
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     result = run(
         graph, OBJECTIVE, config=config, context=_context(server, decision_mode="json_schema")
@@ -215,7 +221,7 @@ def test_a_run_resumed_after_a_fallback_asks_in_the_fallen_back_mode(
     server: ScriptedOpenAIServer,
 ) -> None:
     server.quirks = LLAMA_CPP_PYTHON
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     failing = {"step": 2}
 
@@ -246,7 +252,7 @@ def test_a_server_that_fails_every_way_is_unavailable_and_nothing_falls_back(
         if script.classify(request).role == "replanner"
         else script.respond(request)
     )
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     with pytest.raises(ModelUnavailableError, match="HTTP 500: out of memory"):
         run(graph, OBJECTIVE, config=config, context=_context(server))
@@ -273,7 +279,7 @@ def test_a_server_refusing_every_tool_choice_falls_back_to_json_at_the_planner(
         if request.get("tool_choice") not in (None, "auto")
         else script.respond(request)
     )
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     result = run(graph, OBJECTIVE, config=config, context=_context(server))
 
@@ -290,7 +296,7 @@ def test_a_server_refusing_every_tool_choice_falls_back_to_json_at_the_planner(
 def test_a_server_error_that_is_no_refusal_goes_up_at_once(server: ScriptedOpenAIServer) -> None:
     server.push(http_error(503, "overloaded"))
     with pytest.raises(ModelUnavailableError, match="HTTP 503: overloaded"):
-        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+        run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, context=_context(server))
     assert len(server.requests) == 1
 
 
@@ -300,7 +306,7 @@ def test_servers_that_ignore_tool_choice_refuse_nothing(
     server: ScriptedOpenAIServer, quirks: Quirks, decision: DecisionMode
 ) -> None:
     server.quirks = quirks
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config = {"configurable": {"thread_id": "t"}}
     result = run(graph, OBJECTIVE, config=config, context=_context(server, decision_mode=decision))
 
@@ -321,7 +327,9 @@ def test_llama_server_ignoring_the_named_decide_tool_is_a_mistake_corrected_in_v
 ) -> None:
     server.quirks = Quirks(ignore_named_choice=True)  # it calls `plan` though `decide` was named
     result = run(
-        build_plan_execute_graph(), OBJECTIVE, context=_context(server, decision_mode="tool_named")
+        build_plan_execute_graph(task_tools="compact"),
+        OBJECTIVE,
+        context=_context(server, decision_mode="tool_named"),
     )
     assert result["stop_reason"] == "no_decision"
     assert "(unexpected tool call `plan`, still after 3 attempts)" in result["response"]
@@ -419,7 +427,7 @@ def test_a_guessed_answer_beside_a_new_tool_step_waits_for_it_and_one_beside_don
 
     server.responder = respond
     result = run(
-        build_plan_execute_graph(tools=[lookup]),
+        build_plan_execute_graph(tools=[lookup], task_tools="compact"),
         "Sum up in 1 steps",
         context=_context(server, decision_mode="json_schema"),
     )

@@ -51,7 +51,7 @@ def test_parallel_task_creates_in_one_turn_give_tasks_1_2_3(mode: Mode) -> None:
         ],
         replanner=[plan("do the first task"), respond("three tasks planned")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     config: RunnableConfig = {"configurable": {"thread_id": "tasks"}}
     run(graph, "Plan a comparison", mode, config=config)
 
@@ -76,7 +76,9 @@ def test_executor_stops_at_its_step_budget_and_reports_the_step_unfinished(mode:
         executor=[call("TaskList")] * 3,
         replanner=[respond("stopped early")],
     )
-    result = run(build_plan_execute_graph(model, executor_max_steps=3), "Loop", mode)
+    result = run(
+        build_plan_execute_graph(model, executor_max_steps=3, task_tools="compact"), "Loop", mode
+    )
 
     assert len(model.requests_of("executor")) == 3
     step_result = result["executed_steps"][0]["result"]
@@ -93,7 +95,7 @@ def test_a_blank_final_reply_leaves_the_step_unfinished_not_done(mode: Mode) -> 
         executor=[call("TaskGet", taskId="Task #3"), text("  \n")],
         replanner=[respond("nothing was reported")],
     )
-    result = run(build_plan_execute_graph(model), "Update task 3", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Update task 3", mode)
 
     (done,) = result["executed_steps"]
     assert done["status"] == "unfinished"
@@ -107,7 +109,7 @@ def test_a_failure_report_in_a_code_fence_is_a_failed_step() -> None:
         executor=[text("```\nFAILED: Task #11 is not a task ID.\n```")],
         replanner=[respond("could not")],
     )
-    result = run(build_plan_execute_graph(model), "Update task 11")
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Update task 11")
 
     assert result["executed_steps"][0]["status"] == "failed"
 
@@ -118,7 +120,7 @@ def test_tool_errors_go_back_to_the_model_not_up_the_stack() -> None:
         executor=[call("TaskGet", taskId="99"), text("there is no task 99")],
         replanner=[respond("no such task")],
     )
-    result = run(build_plan_execute_graph(model), "Find task 99")
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Find task 99")
 
     tool_reply = model.requests_of("executor")[1].messages[-1]
     assert tool_reply.type == "tool" and "99" in str(tool_reply.content)
@@ -133,7 +135,7 @@ def test_malformed_arguments_get_an_error_reply_and_the_model_calls_again(mode: 
         executor=[bad, call("TaskCreate", subject="Collect", description="d"), text("made #1")],
         replanner=[respond("ok")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     config: RunnableConfig = {"configurable": {"thread_id": "malformed"}}
     result = run(graph, "Make a task", mode, config=config)
 
@@ -156,7 +158,7 @@ def test_malformed_and_valid_calls_in_one_turn_each_get_a_reply() -> None:
         executor=[both, text("made one of two")],
         replanner=[respond("ok")],
     )
-    run(build_plan_execute_graph(model), "Make tasks")
+    run(build_plan_execute_graph(model, task_tools="compact"), "Make tasks")
 
     second = model.requests_of("executor")[1]
     assert _reply_to(good, second).status == "success"
@@ -170,7 +172,9 @@ def test_malformed_call_on_the_last_allowed_turn_leaves_the_step_unfinished() ->
         executor=[malformed("TaskCreate", "{")],
         replanner=[respond("gave up")],
     )
-    result = run(build_plan_execute_graph(model, executor_max_steps=1), "Make a task")
+    result = run(
+        build_plan_execute_graph(model, executor_max_steps=1, task_tools="compact"), "Make a task"
+    )
 
     assert len(model.requests_of("executor")) == 1
     step_result = result["executed_steps"][0]["result"]
@@ -185,7 +189,7 @@ def test_a_call_to_an_unknown_tool_gets_an_error_reply(mode: Mode) -> None:
         executor=[unknown, text("there is no such tool")],
         replanner=[respond("cannot")],
     )
-    result = run(build_plan_execute_graph(model), "Go to Mars", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Go to Mars", mode)
 
     reply = _reply_to(unknown, model.requests_of("executor")[1])
     assert reply.status == "error"
@@ -210,7 +214,9 @@ def test_a_tool_may_interrupt_and_the_step_resumes_where_it_stopped(mode: Mode) 
         ],
         replanner=[respond("confirmed")],
     )
-    graph = build_plan_execute_graph(model, [ask_person], checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(
+        model, [ask_person], checkpointer=InMemorySaver(), task_tools="compact"
+    )
     config: RunnableConfig = {"configurable": {"thread_id": "ask"}}
 
     (paused,) = run(graph, "Confirm", mode, config=config)["__interrupt__"]

@@ -48,7 +48,12 @@ def test_failed_requests_are_retried_by_replan_and_each_retry_is_reported(
     server.push(http_error(500, "warming up", retry_after_ms=5), http_error(429, retry_after_ms=7))
     reported: list[ModelRetry] = []
     with model_retries_reported(reported.append):
-        result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+        result = run(
+            build_plan_execute_graph(task_tools="compact"),
+            OBJECTIVE,
+            mode,
+            context=_context(server),
+        )
 
     assert result["response"].startswith("All 2 steps")
     assert [(r.reason, r.seconds, r.retry, r.retries) for r in reported] == [
@@ -77,7 +82,9 @@ def test_a_request_with_no_answer_in_time_is_retried(
     reported: list[ModelRetry] = []
     with model_retries_reported(reported.append):
         context = _context(server, timeout=0.3, max_retries=1)
-        result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
+        result = run(
+            build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=context
+        )
 
     assert result["response"].startswith("All 2 steps")
     assert [(r.reason, r.retry, r.retries) for r in reported] == [("no answer in time", 1, 1)]
@@ -90,7 +97,9 @@ def test_no_retry_is_reported_outside_model_retries_reported(
     with model_retries_reported(reported.append):
         pass
     server.push(http_error(500, retry_after_ms=1))
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, context=_context(server)
+    )
     assert result["response"].startswith("All 2 steps") and reported == []
 
 

@@ -43,7 +43,7 @@ def test_an_objective_without_text_is_refused_before_any_model_call(
         planner=[plan("step")], executor=[text("done")], replanner=[respond("ok")]
     )
     with pytest.raises(InvalidInputError, match="no objective"):
-        run(build_plan_execute_graph(model), graph_input, mode)
+        run(build_plan_execute_graph(model, task_tools="compact"), graph_input, mode)
     assert model.requests == []
 
 
@@ -52,7 +52,10 @@ def test_an_objective_in_a_later_user_message_is_enough() -> None:
         planner=[plan("step")], executor=[text("done")], replanner=[respond("ok")]
     )
     graph_input = {"messages": [SystemMessage("Be brief."), ("user", ""), ("user", "Ship it")]}
-    assert run(build_plan_execute_graph(model), graph_input, "sync")["response"] == "ok"
+    assert (
+        run(build_plan_execute_graph(model, task_tools="compact"), graph_input, "sync")["response"]
+        == "ok"
+    )
     assert "Ship it" in model.requests[0].prompt
 
 
@@ -77,7 +80,7 @@ def test_build_arguments_of_the_wrong_type_or_range_are_refused(
     arguments: dict[str, Any], error: type[Exception], names: str
 ) -> None:
     with pytest.raises(error, match=names):
-        build_plan_execute_graph(**{"model": FakeChatModel(), **arguments})
+        build_plan_execute_graph(**{"model": FakeChatModel(), **arguments}, task_tools="compact")
 
 
 @pytest.mark.parametrize(
@@ -96,10 +99,14 @@ def test_tools_with_unusable_names_are_refused_when_the_graph_is_built(
     tool_names: list[str], problem: str
 ) -> None:
     with pytest.raises(ValueError, match=problem):
-        build_plan_execute_graph(FakeChatModel(), [named(name) for name in tool_names])
+        build_plan_execute_graph(
+            FakeChatModel(), [named(name) for name in tool_names], task_tools="compact"
+        )
 
 
 def test_acceptable_names_and_arguments_build() -> None:
     tools = [named("search"), named("web-search_2"), named("x" * 64)]
-    graph = build_plan_execute_graph(FakeChatModel(), tuple(tools), checkpointer=False)
+    graph = build_plan_execute_graph(
+        FakeChatModel(), tuple(tools), checkpointer=False, task_tools="compact"
+    )
     assert {"planner", "executor", "replanner"} <= set(graph.nodes)

@@ -39,7 +39,7 @@ def test_planner_retries_with_a_correction_then_succeeds(mistake: str, mode: Mod
         executor=[text("done")],
         replanner=[respond("ok")],
     )
-    result = run(build_plan_execute_graph(model), "Objective", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Objective", mode)
 
     assert result["response"] == "ok"
     first, second = model.requests_of("planner")
@@ -55,7 +55,9 @@ def test_replanner_retries_with_a_correction_then_succeeds(mistake: str) -> None
         executor=[text("done")],
         replanner=[bad, respond("ok")],
     )
-    assert run(build_plan_execute_graph(model), "Objective")["response"] == "ok"
+    assert (
+        run(build_plan_execute_graph(model, task_tools="compact"), "Objective")["response"] == "ok"
+    )
     assert problem in model.requests_of("replanner")[1].prompt
 
 
@@ -69,7 +71,9 @@ def test_a_planner_past_the_retry_bound_ends_the_turn_not_started_and_the_chat_g
         executor=[text("done")],
         replanner=[respond("ok")],
     )
-    graph = build_plan_execute_graph(model, mistake_retries=2, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(
+        model, mistake_retries=2, checkpointer=InMemorySaver(), task_tools="compact"
+    )
     config: RunnableConfig = {"configurable": {"thread_id": "no-plan"}}
     result = run(graph, "Objective", mode, config=config)
 
@@ -89,14 +93,15 @@ def test_a_replanner_past_the_retry_bound_ends_not_finished_with_the_work_done()
         executor=[text("done")],
         replanner=[malformed("plan", "{not json")] * 2,
     )
-    result = run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    result = run(
+        build_plan_execute_graph(model, mistake_retries=1, task_tools="compact"), "Objective"
+    )
 
     assert len(model.requests_of("replanner")) == 2
     assert result["stop_reason"] == "no_decision"
     assert result["response"].startswith(
-        "The objective was not finished: after the work below, the model gave no usable "
-        "decision on what to do next (the arguments of `plan` are not valid JSON, still after "
-        "2 attempts)."
+        "The objective was not finished: the model gave no usable decision on what to do "
+        "next (the arguments of `plan` are not valid JSON, still after 2 attempts)."
     )
     assert "1. the step\n   Result: done" in result["response"]
     assert "2. the next step" in result["response"]  # still planned
@@ -105,7 +110,7 @@ def test_a_replanner_past_the_retry_bound_ends_not_finished_with_the_work_done()
 
 def test_replanner_is_offered_plan_and_respond_and_must_pick_one() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
-    run(build_plan_execute_graph(model), "Objective")
+    run(build_plan_execute_graph(model, task_tools="compact"), "Objective")
     (request,) = model.requests_of("replanner")
     assert request.tools == ["respond", "plan"]  # to respond comes first
     assert request.tool_choice == "any"

@@ -39,7 +39,9 @@ def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
 def test_a_run_through_chatopenai_forces_the_plan_tool(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=_context(server)
+    )
 
     assert [s["result"] for s in result["executed_steps"]] == [
         "Executed step 1: RESULT 1/2",
@@ -58,7 +60,7 @@ def test_a_run_through_chatopenai_forces_the_plan_tool(
 @both_modes
 def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer, mode: Mode) -> None:
     items = stream(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         OBJECTIVE,
         mode,
         stream_mode="messages",
@@ -81,7 +83,11 @@ def test_messages_stream_yields_tokens(server: ScriptedOpenAIServer, mode: Mode)
 def test_retries_run_out_into_an_error(server: ScriptedOpenAIServer) -> None:
     server.responder = lambda _: http_error(500, "down for good", retry_after_ms=1)
     with pytest.raises(Exception, match="down for good"):
-        run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, max_retries=1))
+        run(
+            build_plan_execute_graph(task_tools="compact"),
+            OBJECTIVE,
+            context=_context(server, max_retries=1),
+        )
     sent = Counter(json.dumps(r, sort_keys=True) for r in server.requests)
     assert set(sent.values()) == {2}  # each request retried once, by replan's HTTP client alone
 
@@ -91,7 +97,9 @@ def test_a_model_mistake_through_the_client_is_corrected(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     server.push(text("no tools for me"), tool_call("plan", '{"steps": ["a",'))
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=_context(server)
+    )
 
     assert result["response"].startswith("All ")
     second, third = (r["messages"][-1]["content"] for r in server.requests[1:3])
@@ -107,7 +115,7 @@ def test_an_unreachable_server_is_model_unavailable(
     url = re.escape(server.base_url)
     server.stop()
     with pytest.raises(ModelUnavailableError, match=f"cannot reach the model server at {url}: "):
-        run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
+        run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=context)
 
 
 @both_modes
@@ -125,7 +133,9 @@ def test_executor_tool_call_with_malformed_json_is_answered_with_an_error(
         return plan_execute_script.respond(request)
 
     server.responder = respond
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=_context(server)
+    )
 
     assert result["response"].startswith("All 2 steps")
     executor = [r for r in server.requests if plan_execute_script.classify(r).role == "executor"]
@@ -138,7 +148,7 @@ def test_executor_tool_call_with_malformed_json_is_answered_with_an_error(
 
 def test_consecutive_event_loops_in_one_process(server: ScriptedOpenAIServer) -> None:
     """Each `asyncio.run` has its own loop; pooled connections must not leak across them."""
-    graph = build_plan_execute_graph()
+    graph = build_plan_execute_graph(task_tools="compact")
     responses = [run(graph, OBJECTIVE, "async", context=_context(server)) for _ in range(2)]
     assert all(r["response"].startswith("All 2 steps") for r in responses)
 
@@ -150,7 +160,12 @@ def test_a_reply_that_is_no_chat_completion_is_model_unavailable_naming_node_and
 ) -> None:
     server.push(BROKEN_REPLIES[kind])
     with pytest.raises(ModelUnavailableError) as caught:
-        run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server, max_retries=0))
+        run(
+            build_plan_execute_graph(task_tools="compact"),
+            OBJECTIVE,
+            mode,
+            context=_context(server, max_retries=0),
+        )
     message = str(caught.value)
     assert message.startswith("planner: the model server sent ")
     assert "\n" not in message
@@ -165,7 +180,10 @@ def test_an_unusable_reply_is_retried_like_a_failing_server(
 ) -> None:
     server.push(BROKEN_REPLIES["empty choices"])
     result = run(
-        build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server, max_retries=1)
+        build_plan_execute_graph(task_tools="compact"),
+        OBJECTIVE,
+        mode,
+        context=_context(server, max_retries=1),
     )
     assert result["response"].startswith("All 2 steps")
     # the broken reply, then the 5 turns of the run (and its answer)
@@ -184,7 +202,7 @@ def test_unusable_replies_to_the_executor_and_to_streamed_requests(
     server.responder = respond
     with pytest.raises(ModelUnavailableError, match=r"^executor/act: .*text/plain.*overloaded"):
         stream(
-            build_plan_execute_graph(),
+            build_plan_execute_graph(task_tools="compact"),
             OBJECTIVE,
             mode,
             stream_mode="messages",
@@ -221,7 +239,11 @@ def test_executor_turn_with_repeated_empty_or_missing_call_ids_loses_no_task(
 
     server.responder = respond
     updates = stream(
-        build_plan_execute_graph(), OBJECTIVE, mode, stream_mode="updates", context=_context(server)
+        build_plan_execute_graph(task_tools="compact"),
+        OBJECTIVE,
+        mode,
+        stream_mode="updates",
+        context=_context(server),
     )
     executor = next(u["executor"] for u in updates if "executor" in u)
     tasks = merge_task_updates(TaskContext(), executor["tasks_context"])  # the step's changes

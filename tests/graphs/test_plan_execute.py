@@ -33,7 +33,7 @@ def test_happy_path_plans_executes_each_step_and_responds(mode: Mode) -> None:
         executor=[text("found 2 and 3"), text("2 + 3 = 5")],
         replanner=[plan("add them"), respond("The sum is 5.")],
     )
-    result = run(build_plan_execute_graph(model), "Add the two numbers", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Add the two numbers", mode)
 
     usage = result.pop("usage")  # the fake model reports no usage: calls counted, tokens unknown
     calls = {node: (t["calls"], t["no_usage"]) for node, t in usage["nodes"].items()}
@@ -74,7 +74,7 @@ def test_replan_changes_the_plan(mode: Mode) -> None:
             respond("Done the slow way."),
         ],
     )
-    result = run(build_plan_execute_graph(model), "Do the thing", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Do the thing", mode)
 
     assert [s["step"] for s in result["executed_steps"]] == [
         "try the fast way",
@@ -90,7 +90,7 @@ def test_replanner_may_respond_before_the_plan_is_used_up() -> None:
         executor=[text("it is 42")],
         replanner=[respond("42")],
     )
-    result = run(build_plan_execute_graph(model), "What is the answer?")
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "What is the answer?")
     assert result["response"] == "42"
     assert [step["step"] for step in result["plan"]] == ["double check", "format"]
 
@@ -102,7 +102,7 @@ def test_max_iterations_ends_with_a_plain_not_finished_response(mode: Mode) -> N
         executor=[text("did one"), text("did two")],
         replanner=[plan("step two"), plan("step three")],
     )
-    graph = build_plan_execute_graph(model, max_iterations=2)
+    graph = build_plan_execute_graph(model, max_iterations=2, task_tools="compact")
     result = run(graph, "A long job", mode)
 
     assert len(model.requests_of("executor")) == 2
@@ -126,7 +126,9 @@ def test_caller_tools_reach_executor_and_planner(mode: Mode) -> None:
         executor=[call("lookup", query="cats"), text("cats purr")],
         replanner=[respond("Cats purr.")],
     )
-    result = run(build_plan_execute_graph(model, [lookup]), "Tell me about cats", mode)
+    result = run(
+        build_plan_execute_graph(model, [lookup], task_tools="compact"), "Tell me about cats", mode
+    )
 
     assert result["executed_steps"][0]["result"] == "cats purr"
     assert "- lookup(query): Look a fact up" in model.requests_of("planner")[0].prompt
@@ -144,7 +146,10 @@ def test_prompts_are_replaceable() -> None:
         not_finished="GAVE UP after {max_iterations}",
     )
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[plan("t")])
-    result = run(build_plan_execute_graph(model, prompts=prompts, max_iterations=1), "Go")
+    result = run(
+        build_plan_execute_graph(model, prompts=prompts, max_iterations=1, task_tools="compact"),
+        "Go",
+    )
 
     head = prompts.head.split("{")[0]
     firsts = [model.requests_of(node)[0].messages for node in ("planner", "executor", "replanner")]
@@ -168,7 +173,12 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         executor=[text("A"), text("B")],
         replanner=[plan("b"), respond("AB")],
     )
-    chunks = stream(build_plan_execute_graph(model), "Do a then b", mode, stream_mode="updates")
+    chunks = stream(
+        build_plan_execute_graph(model, task_tools="compact"),
+        "Do a then b",
+        mode,
+        stream_mode="updates",
+    )
     assert [next(iter(c)) for c in chunks] == [
         "start_turn",
         "planner",
@@ -214,6 +224,6 @@ def test_module_imports_and_exports_graph_without_an_api_key(
 
 def test_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="max_iterations"):
-        build_plan_execute_graph(FakeChatModel(), max_iterations=0)
+        build_plan_execute_graph(FakeChatModel(), max_iterations=0, task_tools="compact")
     with pytest.raises(ValueError, match="executor_max_steps"):
-        build_plan_execute_graph(FakeChatModel(), executor_max_steps=0)
+        build_plan_execute_graph(FakeChatModel(), executor_max_steps=0, task_tools="compact")

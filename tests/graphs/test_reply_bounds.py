@@ -36,7 +36,7 @@ from replan.testing import (
     tool_call,
 )
 from replan.testing import plan_script as script
-from tests.support.cli_harness import invoke
+from tests.support.cli_harness import PLANNED, invoke
 from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run, stream
 
 OBJECTIVE = "Ship it in 2 steps"
@@ -62,7 +62,9 @@ def _limits(requests: list[dict[str, Any]]) -> dict[str, set[int | None]]:
 def test_every_request_carries_its_nodes_default_limit(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=_context(server)
+    )
 
     assert result["response"] == ANSWER
     answer = {"answer": {DEFAULT_DECISION_MAX_TOKENS}} if ANSWER_CALLS else {}
@@ -77,7 +79,7 @@ def test_every_request_carries_its_nodes_default_limit(
 
 def test_a_run_sets_its_own_limits(server: ScriptedOpenAIServer) -> None:
     context = _context(server, decision_max_tokens=300, executor_max_tokens=700)
-    run(build_plan_execute_graph(), OBJECTIVE, "sync", context=context)
+    run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, "sync", context=context)
 
     assert _limits(server.requests) == {
         "planner": {300},
@@ -122,11 +124,11 @@ def test_the_cli_passes_its_limits_and_refuses_bad_ones(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     with pytest.raises(SystemExit) as bad:
-        invoke(capsys, "run", OBJECTIVE, "--decision-max-tokens", "0")
+        invoke(capsys, "run", *PLANNED, OBJECTIVE, "--decision-max-tokens", "0")
     assert bad.value.code == 2
     assert "--decision-max-tokens: must be from 1 to" in capsys.readouterr().err
     limits = ("--decision-max-tokens", "111", "--executor-max-tokens", "222")
-    done = invoke(capsys, "run", OBJECTIVE, "--thread-id", "t", *limits)
+    done = invoke(capsys, "run", *PLANNED, OBJECTIVE, "--thread-id", "t", *limits)
     assert (done.code, done.out.strip()) == (0, ANSWER)
     answer = {"answer": {111}} if ANSWER_CALLS else {}
     assert _limits(server.requests) == {
@@ -163,7 +165,7 @@ CUT_OFF_PLAN = Reply(
 
 
 def _stream_or_run(server: ScriptedOpenAIServer, streamed: bool, **context: Any) -> Any:
-    graph, run_context = build_plan_execute_graph(), _context(server, **context)
+    graph, run_context = build_plan_execute_graph(task_tools="compact"), _context(server, **context)
     if not streamed:
         return run(graph, OBJECTIVE, "sync", context=run_context)
     # token streaming makes the model calls streamed requests
@@ -226,7 +228,7 @@ def test_a_decision_cut_off_every_time_falls_back_through_the_modes_then_ends_th
 ) -> None:
     server.responder = lambda request: CUT_OFF_PLAN
     server.quirks = Quirks(run_on=True)  # in a JSON mode too: the cut-off call as run-on text
-    graph = build_plan_execute_graph(mistake_retries=1)
+    graph = build_plan_execute_graph(mistake_retries=1, task_tools="compact")
     result = run(graph, OBJECTIVE, "sync", context=_context(server))
     assert result["stop_reason"] == "no_decision"
     assert re.search("cut off at the limit of 1024 tokens.*after 2", result["response"])
@@ -242,7 +244,7 @@ def test_an_executor_reply_cut_off_ends_its_step_unfinished(
 ) -> None:
     _running_on_at(server, 2)  # planner, then the executor's report on step 1 runs on
     context = _context(server, executor_max_tokens=40)
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
+    result = run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=context)
 
     first = result["executed_steps"][0]
     assert first["status"] == "unfinished"
@@ -281,7 +283,7 @@ def test_a_request_that_times_out_says_so(server: ScriptedOpenAIServer) -> None:
     server.responder = slow
     context = _context(server, timeout=0.2, max_retries=0)
     with pytest.raises(ModelUnavailableError) as failed:
-        run(build_plan_execute_graph(), OBJECTIVE, "sync", context=context)
+        run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, "sync", context=context)
     assert str(failed.value) == f"planner: no reply within 0.2 s from {server.base_url}"
 
 
@@ -322,7 +324,12 @@ def test_a_step_planned_again_after_two_runs_ends_the_run(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
     server.responder = _repeater
-    result = run(build_plan_execute_graph(), "Release the library", mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        "Release the library",
+        mode,
+        context=_context(server),
+    )
 
     assert [s["step"] for s in result["executed_steps"]] == [
         STEP,
@@ -332,7 +339,11 @@ def test_a_step_planned_again_after_two_runs_ends_the_run(
     report = result["response"]
     assert report.startswith("The objective was not finished: the run stopped making progress")
     assert "create a new   version of the Library" in report and "carried out 2 times" in report
-    assert "Version 2.0 created." in report and "Publish it" in report  # done, and still planned
+    why, answer = report.split("\n\n")  # why it stopped, then an answer from the results
+    assert answer == "Version 2.0 created." and "Publish it" not in report
+    (answering,) = [r for r in server.requests if script.classify(r).role == "answer"]
+    asked = script.prompt_text(answering)
+    assert "could not be done" in asked and "Result: Version 2.0 created." in asked
     first, second = _replanner_prompts(server)
     assert "more than once" not in first
     assert "# Steps carried out more than once" in second
@@ -342,7 +353,12 @@ def test_a_step_planned_again_after_two_runs_ends_the_run(
 
 
 def test_different_steps_go_on(server: ScriptedOpenAIServer) -> None:
-    result = run(build_plan_execute_graph(), "Ship it in 3 steps", "sync", context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        "Ship it in 3 steps",
+        "sync",
+        context=_context(server),
+    )
     assert result["stop_reason"] == "" and len(result["executed_steps"]) == 3
     assert all("more than once" not in prompt for prompt in _replanner_prompts(server))
 
@@ -356,7 +372,7 @@ def test_the_cli_ends_a_run_without_progress_as_not_finished(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     server.responder = _repeater
-    stuck = invoke(capsys, "run", "Release the library", "--thread-id", "s")
+    stuck = invoke(capsys, "run", *PLANNED, "Release the library", "--thread-id", "s")
 
     assert stuck.code == 6, stuck.err
     assert stuck.out.startswith("The objective was not finished: the run stopped making progress")

@@ -29,7 +29,7 @@ def _models(server: ScriptedOpenAIServer) -> list[str]:
 def test_an_approval_without_a_context_goes_on_with_the_runs_settings(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     started = Context(model="first-model", base_url=server.base_url, approve_plan=True)
     paused = run(graph, OBJECTIVE, mode, config=CONFIG, context=started)
     assert "__interrupt__" in paused
@@ -45,7 +45,7 @@ def test_an_approval_without_a_context_goes_on_with_the_runs_settings(
 def test_a_resume_that_gives_some_fields_changes_only_those(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     started = Context(model="first-model", base_url=server.base_url, approve_plan=True)
     run(graph, OBJECTIVE, mode, config=CONFIG, context=started)
     planned = len(server.requests)
@@ -68,7 +68,7 @@ def test_the_environment_is_read_once_per_run(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("REPLAN_MODEL", "model-at-start")
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     graph.invoke({"messages": [("user", OBJECTIVE)]}, CONFIG, context={"approve_plan": True})
     monkeypatch.setenv("REPLAN_MODEL", "model-changed-later")
 
@@ -101,7 +101,7 @@ def test_importing_and_building_leaves_the_processs_warning_filters_alone() -> N
 
 
 def test_a_run_without_a_checkpointer_warns_of_nothing(server: ScriptedOpenAIServer) -> None:
-    graph = build_plan_execute_graph()
+    graph = build_plan_execute_graph(task_tools="compact")
     context = Context(model="scripted-model", base_url=server.base_url)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -90,7 +90,9 @@ def test_a_failure_report_without_calling_the_tool_is_asked_once_more(mode: Mode
         ],
         replanner=[respond("The diary has 96 pages.")],
     )
-    graph = build_plan_execute_graph(model, [page_count], checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(
+        model, [page_count], checkpointer=InMemorySaver(), task_tools="compact"
+    )
     result = run(graph, "How many pages has the diary?", mode, config=_config())
 
     first, second, third = model.requests_of("executor")
@@ -115,7 +117,9 @@ def test_a_failure_reported_again_after_the_reminder_stands() -> None:
         executor=[text("FAILED: no book almanac."), text("FAILED: there is no almanac.")],
         replanner=[respond("No such book.")],
     )
-    graph = build_plan_execute_graph(model, [page_count], checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(
+        model, [page_count], checkpointer=InMemorySaver(), task_tools="compact"
+    )
     result = run(graph, "Pages of the almanac?", config=_config())
 
     assert len(model.requests_of("executor")) == 2
@@ -135,7 +139,7 @@ def test_a_small_model_making_up_a_figure_is_reminded_and_made_to_call_the_named
         ],
         replanner=[respond("21.5 °C")],
     )
-    graph = build_plan_execute_graph(model, [temperature, calculator])
+    graph = build_plan_execute_graph(model, [temperature, calculator], task_tools="compact")
     result = run(graph, "How warm is it in Lisbon?")
 
     second = model.requests_of("executor")[1]
@@ -154,7 +158,10 @@ def test_figures_from_earlier_results_and_steps_without_own_tools_pass_unchecked
         ],
         replanner=[plan("Say whether the atlas has over 100"), respond("Yes: 212 pages.")],
     )
-    result = run(build_plan_execute_graph(model, [page_count]), "Is the atlas over 100 pages?")
+    result = run(
+        build_plan_execute_graph(model, [page_count], task_tools="compact"),
+        "Is the atlas over 100 pages?",
+    )
     assert len(model.requests_of("executor")) == 3
     assert [done["status"] for done in result["executed_steps"]] == ["done", "done"]
 
@@ -163,7 +170,7 @@ def test_figures_from_earlier_results_and_steps_without_own_tools_pass_unchecked
         executor=[text("There are 999 pages.")],
         replanner=[respond("999")],
     )
-    run(build_plan_execute_graph(only_task_tools), "Count the pages")
+    run(build_plan_execute_graph(only_task_tools, task_tools="compact"), "Count the pages")
     assert len(only_task_tools.requests_of("executor")) == 1
 
 
@@ -183,7 +190,9 @@ def test_a_call_written_as_text_after_the_reminder_is_run(
         return said("The atlas holds 999 pages.")
 
     with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
-        graph = build_plan_execute_graph(tools=[page_count], checkpointer=InMemorySaver())
+        graph = build_plan_execute_graph(
+            tools=[page_count], checkpointer=InMemorySaver(), task_tools="compact"
+        )
         result = run(
             graph, "Pages of the atlas in 1 steps", config=_config(), context=_context(server)
         )
@@ -217,7 +226,9 @@ def test_where_tool_choice_is_not_enforced_the_forced_call_is_asked_for_as_json(
         return said("FAILED: there is no tool for books.")
 
     with ScriptedOpenAIServer(responder, quirks=LLAMA_CPP) as server:
-        graph = build_plan_execute_graph(tools=[page_count], checkpointer=InMemorySaver())
+        graph = build_plan_execute_graph(
+            tools=[page_count], checkpointer=InMemorySaver(), task_tools="compact"
+        )
         result = run(
             graph, "Pages of the atlas in 1 steps", config=_config(), context=_context(server)
         )
@@ -243,11 +254,14 @@ def test_prompts_name_the_computing_tool_only_when_the_run_has_one() -> None:
     with_calculator = FakeChatModel(
         planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
     )
-    run(build_plan_execute_graph(with_calculator, [page_count, calculator]), "Add")
+    run(
+        build_plan_execute_graph(with_calculator, [page_count, calculator], task_tools="compact"),
+        "Add",
+    )
     without = FakeChatModel(
         planner=[plan("Add 1 and 2")], executor=[text("done")], replanner=[respond("3")]
     )
-    run(build_plan_execute_graph(without, [page_count]), "Add")
+    run(build_plan_execute_graph(without, [page_count], task_tools="compact"), "Add")
 
     def asked(model: FakeChatModel) -> tuple[str, ...]:
         """What each node is asked after the head all requests share."""
@@ -280,7 +294,7 @@ def test_the_answer_is_written_by_a_plain_request_and_counted(
 
     server.responder = responder
     context = _context(server, answer="plain")
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=context)
+    result = run(build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=context)
 
     (asked,) = [r for r in server.requests if script.classify(r).role == "answer"]
     assert not {"tools", "tool_choice", "response_format"} & asked.keys()
@@ -296,7 +310,11 @@ def test_the_answer_is_written_by_a_plain_request_and_counted(
 def test_with_answers_in_the_decision_there_is_no_answer_request(
     server: ScriptedOpenAIServer,
 ) -> None:
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server, answer="decision"))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        OBJECTIVE,
+        context=_context(server, answer="decision"),
+    )
 
     assert all(script.classify(r).role != "answer" for r in server.requests)
     assert result["response"].startswith("All 2 steps") and "answer" not in result["usage"]["nodes"]
@@ -310,7 +328,7 @@ def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(
     server.responder = lambda request: (
         said(" \n") if script.classify(request).role == "answer" else script.respond(request)
     )
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     events = stream(
         graph,
         OBJECTIVE,
@@ -326,14 +344,20 @@ def test_the_answer_streams_and_a_blank_one_keeps_the_note_with_the_results(
     assert response.startswith("All 2 steps") and "Result: Executed step 2: RESULT 2/2" in response
 
 
-def test_a_run_that_stops_unfinished_writes_no_answer(server: ScriptedOpenAIServer) -> None:
+def test_a_run_that_stops_unfinished_answers_from_its_results_after_saying_why(
+    server: ScriptedOpenAIServer,
+) -> None:
     result = run(
-        build_plan_execute_graph(max_iterations=1),
+        build_plan_execute_graph(max_iterations=1, task_tools="compact"),
         "Ship it in 3 steps",
         context=_context(server, answer="plain"),
     )
     assert result["stop_reason"] == "max_iterations"
-    assert all(script.classify(r).role != "answer" for r in server.requests)
+    (answering,) = [r for r in server.requests if script.classify(r).role == "answer"]
+    assert "say plainly in one sentence what could not be done" in script.prompt_text(answering)
+    why, answer = result["response"].split("\n\n")
+    assert why.startswith("The objective was not finished: the run stopped after 1 execute")
+    assert answer == "1 of 3 steps of [ship it in 3 steps] are done: RESULT 1/3"
 
 
 # --- decisions that keep failing fall back; defaults work on every server -------------------
@@ -343,7 +367,7 @@ def test_decisions_that_keep_coming_back_as_prose_fall_back_to_a_json_reply(
     server: ScriptedOpenAIServer,
 ) -> None:
     server.quirks = SMALL_ON_LLAMA_CPP
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     events = stream(
         graph,
         OBJECTIVE,
@@ -394,7 +418,7 @@ def test_a_json_reply_cut_off_is_a_mistake_in_a_json_mode_and_a_fallback_in_a_to
         return cut if first else script.respond(request)
 
     server.responder = respond
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     result = run(
         graph, OBJECTIVE, config=_config(), context=_context(server, decision_mode=decision)
     )
@@ -418,7 +442,7 @@ def test_plans_are_bounded_in_the_schema_and_a_longer_one_is_corrected(
 
     server.responder = respond
     result = run(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         "Compare task queues in 3 steps",
         context=_context(server, decision_mode="json_schema", max_plan_steps=2),
     )
@@ -439,7 +463,9 @@ def test_a_first_run_with_default_settings_gets_to_an_answer(
     server: ScriptedOpenAIServer, preset: str
 ) -> None:
     server.quirks = PRESETS[preset]
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, context=_context(server)
+    )
     assert result["response"].startswith("All 2 steps") and not result.get("stop_reason")
 
 
@@ -447,7 +473,9 @@ def test_a_model_that_never_decides_falls_back_to_the_last_mode_and_then_ends_th
     server: ScriptedOpenAIServer,
 ) -> None:
     server.responder = lambda request: said("I would rather chat.")
-    result = run(build_plan_execute_graph(), OBJECTIVE, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, context=_context(server)
+    )
     assert result["stop_reason"] == "no_decision"
     assert "still after 3 attempts" in result["response"]
     asked = [r.get("response_format", {}).get("type") or "tools" for r in server.requests]
@@ -495,7 +523,7 @@ def test_llama_cpp_python_takes_back_an_executor_call_with_empty_content(
         return script.respond(request)
 
     server.responder = respond
-    graph = build_plan_execute_graph(tools=[page_count])
+    graph = build_plan_execute_graph(tools=[page_count], task_tools="compact")
     result = run(graph, "Pages of the atlas in 1 steps", mode, context=_context(server))
 
     assert result["executed_steps"][0]["result"] == "Executed step 1: RESULT 1/1"

@@ -160,7 +160,7 @@ def test_parallel_branches_creating_and_updating_tasks_lose_nothing(mode: Mode) 
         executor=[_branch_work] * 11,
         replanner=[call("respond", response="all done")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     run(graph, "Organise", mode, config=CONFIG, context=Context(replan="when_needed"))
 
     tasks = graph.get_state(CONFIG).values["tasks_context"]

@@ -72,7 +72,7 @@ def _executor_requests(server: ScriptedOpenAIServer, step: int) -> list[dict[str
 def test_calls_written_as_text_plan_run_the_task_tools_and_are_counted(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     result = run(graph, OBJECTIVE, mode, config=config, context=_context(server))
 
@@ -121,7 +121,7 @@ def _a_task_per_step(request: dict[str, Any]) -> Reply:
 def test_counts_and_tasks_of_parallel_steps_are_merged(shape: CallsAsText) -> None:
     quirks = Quirks(calls_as_text=shape)
     with ScriptedOpenAIServer(_a_task_per_step, quirks=quirks) as server:
-        graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+        graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
         config: RunnableConfig = {"configurable": {"thread_id": "t"}}
         result = run(
             graph,
@@ -140,7 +140,7 @@ def test_counts_and_tasks_of_parallel_steps_are_merged(shape: CallsAsText) -> No
 
 def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer) -> None:
     events = stream(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         OBJECTIVE,
         "sync",
         stream_mode="custom",
@@ -160,7 +160,7 @@ def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer
 def test_without_recovery_the_planner_falls_back_to_a_json_reply(
     server: ScriptedOpenAIServer,
 ) -> None:
-    graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     context = _context(server, recover_text_calls=False)
     result = run(graph, OBJECTIVE, "sync", config=config, context=context)
@@ -192,7 +192,12 @@ def test_a_planner_writing_only_its_plan_arguments_as_text_gets_the_plan_taken()
         return script.respond(request)
 
     with _plain_server(bare_plan) as server:
-        result = run(build_plan_execute_graph(), "Go in 1 steps", "sync", context=_context(server))
+        result = run(
+            build_plan_execute_graph(task_tools="compact"),
+            "Go in 1 steps",
+            "sync",
+            context=_context(server),
+        )
     assert [s["step"] for s in result["executed_steps"]] == ["Step 1 of 1 [go in 1 steps]"]
     assert sum(script.classify(r).role == "planner" for r in server.requests) == 1
 
@@ -210,7 +215,12 @@ def _unknown_call_first(request: dict[str, Any]) -> Reply:
 @both_modes
 def test_a_call_to_an_unknown_tool_written_as_text_is_corrected_not_recorded(mode: Mode) -> None:
     with _plain_server(_unknown_call_first) as server:
-        result = run(build_plan_execute_graph(), "Go in 1 steps", mode, context=_context(server))
+        result = run(
+            build_plan_execute_graph(task_tools="compact"),
+            "Go in 1 steps",
+            mode,
+            context=_context(server),
+        )
     assert [(s["result"], s["status"]) for s in result["executed_steps"]] == [
         ("Executed step 1: RESULT 1/1", "done")
     ]
@@ -227,7 +237,7 @@ def test_a_step_whose_replies_stay_unreadable_calls_ends_unfinished() -> None:
         return script.respond(request)
 
     with _plain_server(always_unknown) as server:
-        graph = build_plan_execute_graph(max_iterations=1)
+        graph = build_plan_execute_graph(max_iterations=1, task_tools="compact")
         result = run(graph, "Go in 1 steps", "sync", context=_context(server, executor_max_steps=2))
     (step,) = result["executed_steps"]
     assert step["status"] == "unfinished"
@@ -242,7 +252,7 @@ def test_without_recovery_the_executor_records_the_text_as_before() -> None:
         return script.respond(request)
 
     with _plain_server(text_call) as server:
-        graph = build_plan_execute_graph(max_iterations=1)
+        graph = build_plan_execute_graph(max_iterations=1, task_tools="compact")
         context = _context(server, recover_text_calls=False)
         result = run(graph, "Go in 1 steps", "sync", context=context)
     assert result["executed_steps"][0]["result"] == '{"name": "TaskList", "arguments": {}}'
@@ -251,7 +261,7 @@ def test_without_recovery_the_executor_records_the_text_as_before() -> None:
 
 def test_real_tool_calls_are_not_counted() -> None:
     with _plain_server(_with_tasks) as server:
-        graph = build_plan_execute_graph(checkpointer=InMemorySaver())
+        graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
         config: RunnableConfig = {"configurable": {"thread_id": "t"}}
         run(graph, OBJECTIVE, "sync", config=config, context=_context(server))
     values = graph.get_state(config).values

@@ -35,7 +35,7 @@ from replan.state.usage import (
 )
 from replan.testing import Quirks, Reply, ScriptedOpenAIServer, text, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import run_cli
+from tests.support.cli_harness import PLANNED, run_cli
 from tests.support.fake_models import ANSWER_CALLS, Mode, both_modes, run
 
 OBJECTIVE = "Count in 3 parallel steps"
@@ -110,7 +110,9 @@ def _text_of(usage: dict[str, Any], step: int) -> dict[str, str]:
 def test_usage_per_node_and_per_step_of_a_parallel_wave(
     server: ScriptedOpenAIServer, mode: Mode
 ) -> None:
-    result = run(build_plan_execute_graph(), OBJECTIVE, mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), OBJECTIVE, mode, context=_context(server)
+    )
 
     assert result["response"].startswith("All 3 steps")
     usage = result["usage"]
@@ -125,7 +127,7 @@ def test_usage_per_node_and_per_step_of_a_parallel_wave(
 
 def test_streamed_replies_report_their_usage_too(server: ScriptedOpenAIServer) -> None:
     async def streamed() -> dict[str, Any]:
-        graph = build_plan_execute_graph()
+        graph = build_plan_execute_graph(task_tools="compact")
         last: dict[str, Any] = {}
         tokens = 0
         async for mode, chunk in graph.astream(
@@ -152,7 +154,12 @@ def test_a_server_without_usage_counts_calls_with_unknown_tokens(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(_uneven, quirks=Quirks(usage=False)) as server:
-        result = run(build_plan_execute_graph(), OBJECTIVE, "sync", context=_context(server))
+        result = run(
+            build_plan_execute_graph(task_tools="compact"),
+            OBJECTIVE,
+            "sync",
+            context=_context(server),
+        )
     _assert_attributed(result["usage"], server)
     total = total_tally(result["usage"])
     calls = 6 + ANSWER_CALLS
@@ -250,8 +257,8 @@ def _tokens_lines(err: str) -> list[str]:
 def test_show_json_and_progress_report_usage_and_cost(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_uneven) as server:
         done = run_cli(
-            server, tmp_path, "run", OBJECTIVE, "--thread-id", "u", "--price-in", "1",
-            "--price-out", "2",
+            server, tmp_path, "run", *PLANNED, OBJECTIVE, "--thread-id", "u",
+            "--price-in", "1", "--price-out", "2",
         )  # fmt: skip
         assert done.code == 0, done.err
         usage = _json(run_cli(None, tmp_path, "show", "--thread-id", "u", "--json"))["usage"]
@@ -291,7 +298,7 @@ def test_show_json_and_progress_report_usage_and_cost(tmp_path: Path) -> None:
 @pytest.mark.slow  # real processes
 def test_a_server_without_usage_shows_unknown_tokens(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(_uneven, quirks=Quirks(usage=False)) as server:
-        done = run_cli(server, tmp_path, "run", OBJECTIVE, "--thread-id", "n")
+        done = run_cli(server, tmp_path, "run", *PLANNED, OBJECTIVE, "--thread-id", "n")
     assert done.code == 0, done.err
     calls = 6 + ANSWER_CALLS
     assert _tokens_lines(done.err)[-1] == f"Tokens so far: {calls} model calls: tokens unknown"
@@ -315,10 +322,19 @@ def test_a_server_without_usage_shows_unknown_tokens(tmp_path: Path) -> None:
 @pytest.mark.slow  # real processes
 def test_bad_price_flags_are_one_line_usage_errors(tmp_path: Path) -> None:
     for args, message in [
-        (["run", "x", "--price-in", "-1", "--price-out", "1"], "a price must be 0 or more"),
-        (["run", "x", "--price-in", "cheap", "--price-out", "1"], "not a number: 'cheap'"),
+        (
+            ["run", "x", "--price-in", "-1", "--price-out", "1"],
+            "a price must be 0 or more",
+        ),
+        (
+            ["run", "x", "--price-in", "cheap", "--price-out", "1"],
+            "not a number: 'cheap'",
+        ),
         (["resume", "--thread-id", "t", "--price-out", "inf"], "not a finite number"),
-        (["run", "x", "--price-in", "1"], "replan: --price-in and --price-out go together: give"),
+        (
+            ["run", "x", "--price-in", "1"],
+            "replan: --price-in and --price-out go together: give",
+        ),
         (["show", "--thread-id", "t", "--price-in", "1"], "--price-in and --price-out go"),
     ]:
         outcome = run_cli(None, tmp_path, *args)

@@ -90,7 +90,12 @@ def test_invalid_dependencies_are_corrected_then_the_plan_runs(mode: Mode) -> No
         executor=[report, report],
         replanner=[respond("ok")],
     )
-    result = run(build_plan_execute_graph(model), "Objective", mode, context=WHEN_NEEDED)
+    result = run(
+        build_plan_execute_graph(model, task_tools="compact"),
+        "Objective",
+        mode,
+        context=WHEN_NEEDED,
+    )
 
     assert result["response"] == "ok"
     second = model.requests_of("planner")[1].prompt
@@ -100,7 +105,9 @@ def test_invalid_dependencies_are_corrected_then_the_plan_runs(mode: Mode) -> No
 
 def test_dependencies_still_invalid_after_the_retries_end_the_turn_not_started() -> None:
     model = FakeChatModel(planner=[plan_with(step("a", 1))] * 2)
-    result = run(build_plan_execute_graph(model, mistake_retries=1), "Objective")
+    result = run(
+        build_plan_execute_graph(model, mistake_retries=1, task_tools="compact"), "Objective"
+    )
     assert result["stop_reason"] == "no_decision"
     assert "step 1 depends on itself" in result["response"]
 
@@ -138,7 +145,7 @@ def test_each_wave_replans_after_every_wave_and_kept_steps_see_their_inputs(mode
         executor=[report] * 4,
         replanner=[plan_with("tidy up", step("merge")), respond("merged")],
     )
-    result = run(build_plan_execute_graph(model), "Merge a and b", mode)
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Merge a and b", mode)
 
     assert result["response"] == "merged"
     assert [d["step"] for d in result["executed_steps"]] == [
@@ -161,7 +168,9 @@ def test_when_needed_the_replanner_runs_only_at_the_end(mode: Mode) -> None:
         executor=[report] * 3,
         replanner=[respond("all done")],
     )
-    result = run(build_plan_execute_graph(model), "Count", mode, context=WHEN_NEEDED)
+    result = run(
+        build_plan_execute_graph(model, task_tools="compact"), "Count", mode, context=WHEN_NEEDED
+    )
 
     assert result["response"] == "all done"
     assert len(model.requests) == 3 + 2 + ANSWER_CALLS
@@ -181,7 +190,7 @@ def test_when_needed_a_failed_or_unfinished_step_brings_the_replanner_in(
         executor=[outcome, report],
         replanner=[plan("fetch elsewhere"), respond("recovered")],
     )
-    graph = build_plan_execute_graph(model, executor_max_steps=1)
+    graph = build_plan_execute_graph(model, executor_max_steps=1, task_tools="compact")
     result = run(graph, "Get it", context=WHEN_NEEDED)
 
     assert result["response"] == "recovered"
@@ -196,7 +205,11 @@ def test_when_needed_each_wave_still_counts_against_max_iterations() -> None:
         executor=[report] * 2,
         replanner=[plan("three")],
     )
-    result = run(build_plan_execute_graph(model, max_iterations=2), "Count", context=WHEN_NEEDED)
+    result = run(
+        build_plan_execute_graph(model, max_iterations=2, task_tools="compact"),
+        "Count",
+        context=WHEN_NEEDED,
+    )
 
     assert result["stop_reason"] == "max_iterations"
     assert [d["step"] for d in result["executed_steps"]] == ["one", "two"]
@@ -209,7 +222,7 @@ def test_the_replanner_sees_long_results_shortened_and_the_state_keeps_them_whol
     model = FakeChatModel(
         planner=[plan("read the book")], executor=[text(long)], replanner=[respond("ok")]
     )
-    result = run(build_plan_execute_graph(model), "Summarise")
+    result = run(build_plan_execute_graph(model, task_tools="compact"), "Summarise")
 
     assert result["executed_steps"][0]["result"] == long
     prompt = model.requests_of("replanner")[0].prompt
@@ -240,7 +253,7 @@ def test_review_shows_and_accepts_dependencies(edit: Any, mode: Mode) -> None:
         executor=[report] * 3,
         replanner=[respond("decided")],
     )
-    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver())
+    graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     context = Context(approve_plan=True, replan="when_needed")
     paused = run(graph, "Decide", mode, config=CONFIG, context=context)
 

@@ -46,7 +46,7 @@ def test_independent_steps_run_at_the_same_time(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
     clock.latency = Gathering([range(1, 9)])
-    graph = build_plan_execute_graph()
+    graph = build_plan_execute_graph(task_tools="compact")
     result = run(graph, "Survey in 8 parallel steps", mode, context=_context(server))
 
     assert result["response"].startswith("All 8 steps")
@@ -65,7 +65,12 @@ def test_max_concurrency_bounds_how_many_steps_overlap(
 ) -> None:
     clock.latency = Gathering([[1, 2], [3, 4], [5]])
     context = _context(server, max_concurrency=2, replan="when_needed")
-    result = run(build_plan_execute_graph(), "Survey in 5 parallel steps", mode, context=context)
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        "Survey in 5 parallel steps",
+        mode,
+        context=context,
+    )
 
     assert result["response"].startswith("All 5 steps")
     assert clock.most_at_once() == 2
@@ -80,7 +85,12 @@ def test_plain_string_steps_stay_sequential(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
     clock.latency = Gathering([[1], [2], [3]], hold=SEQUENTIAL_HOLD)
-    result = run(build_plan_execute_graph(), "Ship it in 3 steps", mode, context=_context(server))
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        "Ship it in 3 steps",
+        mode,
+        context=_context(server),
+    )
 
     assert result["response"].startswith("All 3 steps")
     assert clock.most_at_once() == 1
@@ -96,7 +106,12 @@ def test_a_diamond_runs_in_three_waves_and_the_last_step_sees_its_dependencies(
 ) -> None:
     clock.latency = Gathering([[1], [2, 3, 4, 5], [6]])
     context = _context(server, replan="when_needed")
-    result = run(build_plan_execute_graph(), "Build it in 6 diamond steps", mode, context=context)
+    result = run(
+        build_plan_execute_graph(task_tools="compact"),
+        "Build it in 6 diamond steps",
+        mode,
+        context=context,
+    )
 
     assert result["response"].startswith("All 6 steps")
     spans = clock.executor_spans()
@@ -115,7 +130,9 @@ def test_when_needed_a_chain_of_n_costs_n_plus_2_model_calls_and_the_answer(
     server: ScriptedOpenAIServer, clock: script.Clock, mode: Mode
 ) -> None:
     context = _context(server, replan="when_needed")
-    result = run(build_plan_execute_graph(), "Ship it in 5 steps", mode, context=context)
+    result = run(
+        build_plan_execute_graph(task_tools="compact"), "Ship it in 5 steps", mode, context=context
+    )
 
     assert result["response"].startswith("All 5 steps")
     assert len(clock.spans) == 5 + 2 + ANSWER_CALLS
@@ -135,7 +152,7 @@ def test_updates_stream_each_step_result_as_it_arrives(
 
     clock.latency = latency
     chunks = stream(
-        build_plan_execute_graph(),
+        build_plan_execute_graph(task_tools="compact"),
         "Look around in 3 parallel steps",
         mode,
         stream_mode="updates",

@@ -20,7 +20,7 @@ from replan.testing import plan_script as script
 from replan.testing.aegra import finish_all, free_port, start_runs_at_once
 from replan.testing.requests import prompt_text
 from tests.server.conftest import SHARED_LIST, Cluster, Served
-from tests.server.test_langgraph_dev import TASK, respond_with_a_task
+from tests.server.test_langgraph_dev import PLANNED, TASK, respond_with_a_task
 from tests.support.aegra_server import REPO
 from tests.support.fake_models import ANSWER_CALLS
 from tests.support.readme import python_blocks
@@ -56,7 +56,9 @@ def test_a_run_streams_its_updates_and_its_task_list_comes_back(aegra_served: Se
     client = aegra_served.client
     thread = client.threads.create()["thread_id"]
     with responding(aegra_served.model, respond_with_a_task):
-        parts = client.runs.stream(thread, GRAPH, input=objective(), stream_mode="updates")
+        parts = client.runs.stream(
+            thread, GRAPH, input=objective(), context=PLANNED, stream_mode="updates"
+        )
         order = [node for part in parts if part.event == "updates" for node in part.data]
     assert order == [
         "start_turn",
@@ -80,7 +82,9 @@ def _paused(aegra_served: Served) -> str:
     """A thread whose run waits for plan approval."""
     client = aegra_served.client
     thread = client.threads.create()["thread_id"]
-    paused = client.runs.wait(thread, GRAPH, input=objective(), context={"approve_plan": True})
+    paused = client.runs.wait(
+        thread, GRAPH, input=objective(), context={**PLANNED, "approve_plan": True}
+    )
     assert isinstance(paused, dict)
     (pending,) = paused["__interrupt__"]
     assert reviewed_steps(pending["value"]) == STEPS
@@ -111,7 +115,7 @@ def test_the_cli_lists_and_shows_the_runs_aegra_served(
     aegra_served: Served, capsys: pytest.CaptureFixture[str]
 ) -> None:
     finished = aegra_served.client.threads.create()["thread_id"]
-    aegra_served.client.runs.wait(finished, GRAPH, input=objective())
+    aegra_served.client.runs.wait(finished, GRAPH, input=objective(), context=PLANNED)
     waiting = _paused(aegra_served)
     capsys.readouterr()
 
@@ -150,7 +154,7 @@ def test_a_killed_server_s_run_is_taken_over_without_running_finished_steps_agai
         with cluster.server("first") as first:
             client = get_sync_client(url=first.url)
             thread = client.threads.create()["thread_id"]
-            run = client.runs.create(thread, GRAPH, input=objective())
+            run = client.runs.create(thread, GRAPH, input=objective(), context=PLANNED)
             assert hold.reached.wait(HOLD_SECONDS), first.log_tail()
             first.kill()  # in step 2: step 1 and the replanner after it are saved
         hold.release.set()
@@ -175,7 +179,7 @@ def test_two_servers_finish_20_runs_started_at_once_each_planned_once(
     with responding(model, script.Clock(latency=0.2)):
         with cluster.server("first") as first, cluster.server("second") as second:
             clients = [get_sync_client(url=first.url), get_sync_client(url=second.url)]
-            runs = finish_all(start_runs_at_once(clients, topics, GRAPH))
+            runs = finish_all(start_runs_at_once(clients, topics, GRAPH, PLANNED))
     assert [run["status"] for run in runs] == ["success"] * 20
     requests = model.requests[before:]
     planned = [script.objective(r) for r in requests if script.classify(r).role == "planner"]

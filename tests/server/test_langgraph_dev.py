@@ -40,6 +40,9 @@ OBJECTIVE: dict[str, Any] = {"messages": [{"role": "user", "content": "Ship it i
 STEPS = ["Step 1 of 2 [ship it in 2 steps]", "Step 2 of 2 [ship it in 2 steps]"]
 ANSWER = "All 2 steps of [ship it in 2 steps] are done: RESULT 1/2, RESULT 2/2"
 TASK = {"subject": "Announce the release", "description": "Write to the mailing list."}
+PLANNED = {"task_tools": "compact"}
+"""A run's context that gives its executor the task tools: the served graph has no tools of its
+own, so without them a run is answered at once."""
 
 
 def respond_with_a_task(request: dict[str, Any]) -> Reply:
@@ -120,7 +123,9 @@ def test_studio_offers_the_run_context(client: SyncLangGraphClient) -> None:
 def test_a_thread_streams_updates_in_order_and_keeps_its_state(served: Served) -> None:
     client = served.client
     thread = new_thread(client)
-    parts = client.runs.stream(thread, assistant_id(client), input=OBJECTIVE, stream_mode="updates")
+    parts = client.runs.stream(
+        thread, assistant_id(client), input=OBJECTIVE, context=PLANNED, stream_mode="updates"
+    )
     order = [node for part in parts if part.event == "updates" for node in part.data]
     assert order == [
         "start_turn",
@@ -165,7 +170,7 @@ def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Serv
             thread,
             assistant_id(client),
             input=OBJECTIVE,
-            context={"max_retries": 0},
+            context={**PLANNED, "max_retries": 0},
             stream_mode=["custom", "updates"],
         )
         custom = [part.data for part in parts if part.event == "custom"]
@@ -188,7 +193,7 @@ def _paused(client: SyncLangGraphClient) -> str:
     """A thread whose run waits for plan approval (the SDK passes the graph's Context)."""
     thread = new_thread(client)
     paused = client.runs.wait(
-        thread, assistant_id(client), input=OBJECTIVE, context={"approve_plan": True}
+        thread, assistant_id(client), input=OBJECTIVE, context={**PLANNED, "approve_plan": True}
     )
     assert isinstance(paused, dict)
     (pending,) = paused["__interrupt__"]
@@ -261,7 +266,7 @@ def test_a_conversation_gets_each_answer_in_messages_and_follow_ups_on_its_threa
     client: SyncLangGraphClient,
 ) -> None:
     thread = new_thread(client)
-    first = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE)
+    first = client.runs.wait(thread, assistant_id(client), input=OBJECTIVE, context=PLANNED)
     follow_up = {"messages": [{"role": "user", "content": "Now announce it in 1 steps"}]}
     second = client.runs.wait(thread, assistant_id(client), input=follow_up)
 

@@ -208,3 +208,8 @@ def blocked_reading_stdin(pid: int, timeout: float = 60) -> bool:
             pytest.skip("needs /proc/PID/syscall")
         time.sleep(0.02)
     return False
+
+
+PLANNED = ("--task-tools", "compact")
+"""`replan run` options that give a run something to plan with: the task tools (a run with no
+tools at all is answered in one request)."""

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from replan.graphs.context import DEFAULT_ANSWER
 from replan.graphs.prompts import DEFAULT_PROMPTS
+from replan.testing.requests import ANSWER_ASKS
 
 ANSWER_CALLS = int(DEFAULT_ANSWER == "plain")
 """Model calls the plain-text answer adds to a run that responds, with the default settings."""
@@ -119,7 +120,10 @@ class FakeChatModel(BaseChatModel):
     ) -> str:
         """planner, replanner or executor, from the bound tools; answer, from the prompt."""
         asked = next((m for m in messages if isinstance(m, HumanMessage)), None)
-        if asked is not None and asked.text.startswith(DEFAULT_PROMPTS.answer):
+        last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        if asked is not None and asked.text.startswith(ANSWER_ASKS):
+            return "answer"
+        if last is not None and last.text.endswith(DEFAULT_PROMPTS.answer_direct):
             return "answer"
         if tool_choice == "plan":
             return "planner"
