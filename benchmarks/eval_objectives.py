@@ -243,8 +243,8 @@ class Meter(UsageMetadataCallbackHandler):
             self.calls += 1
             self.nodes[run_id] = node
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        super().on_llm_end(response, run_id=run_id, **kwargs)
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID | None = None, **kwargs: Any) -> None:
+        super().on_llm_end(response, **kwargs)
         generation = response.generations[0][0] if response.generations[0:1] else None
         message = generation.message if isinstance(generation, ChatGeneration) else None
         if not (isinstance(message, AIMessage) and message.usage_metadata):
@@ -254,7 +254,7 @@ class Meter(UsageMetadataCallbackHandler):
         usage = message.usage_metadata
         read = usage["input_tokens"] - (usage.get("input_token_details") or {}).get("cache_read", 0)
         with self._lock:
-            node = self.nodes.get(run_id, "")
+            node = self.nodes.get(run_id, "") if run_id is not None else ""
             self.processed_in[node] = self.processed_in.get(node, 0) + read
 
     def processed(self) -> int | None:

@@ -226,10 +226,7 @@ def test_the_docs_sdk_example_runs(
     code = code.replace("http://127.0.0.1:2026", aegra_served.url)
     exec(compile(code, f"{README}:sdk", "exec", dont_inherit=True), {"__name__": "serving_sdk"})
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[:-2]] == [
-        "metadata",
-        *["updates"] * (7 + ANSWER_CALLS),  # start_turn, ..., reply
-        "end",
-    ]
-    assert lines[1:4] == ["updates ['start_turn']", "updates ['planner']", "updates ['executor']"]
+    assert [line.split()[0] for line in lines[:-2]] == ["metadata", *["updates"] * 4, "end"]
+    nodes = ["start_turn", "planner", "answer", "reply"]  # no tools: answered in one request
+    assert lines[1:5] == [f"updates [{node!r}]" for node in nodes]
     assert lines[-2:] == [str(STEPS), ANSWER]
