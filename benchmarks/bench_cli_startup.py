@@ -8,8 +8,11 @@ moment of the machine falls on every command alike), after one warm-up run each:
 - `show` and `threads` through the old import path: the same commands once the model stack
   (`replan.cli.runs`: the run graph, langchain-openai, openai) is imported, as every command
   but `--help` imported it before;
-- baselines: `python -c pass` (the interpreter) and `import langgraph.graph` (LangGraph's graph
-  layer, which reading a run's state goes through).
+- baselines: `python -c pass` (the interpreter), `import langgraph.graph` (LangGraph's graph
+  layer, which reading a run's state goes through), `import langgraph.types` (what reading back
+  a stored interrupt or pending `Send` loads, whatever reads it) and `import replan.cli.summary`
+  (the modules a report needs: the graph layer's state schemas and plan views, which import
+  `langgraph.graph` themselves).
 
 Prints the median, fastest and slowest time of each, and each median as a multiple of the
 interpreter's; then, for `show` and `threads`, the old path's median over the new one's. The
@@ -65,6 +68,8 @@ def commands(db: Path) -> list[Command]:
     return [
         Command("python -c pass", [python, "-c", "pass"]),
         Command("import langgraph.graph", [python, "-c", "import langgraph.graph"]),
+        Command("import langgraph.types", [python, "-c", "import langgraph.types"]),
+        Command("import replan.cli.summary", [python, "-c", "import replan.cli.summary"]),
         Command("replan threads, old import path", [python, "-c", OLD_PATH, *threads]),
         Command("replan show, old import path", [python, "-c", OLD_PATH, *show]),
         Command("replan --help", [REPLAN, "--help"], targeted=True),
@@ -74,11 +79,12 @@ def commands(db: Path) -> list[Command]:
 
 
 def make_database(folder: Path) -> Path:
-    """A database holding one finished scripted run, `THREAD`."""
+    """A database holding one finished scripted run, `THREAD`, with its plan and steps."""
     db = folder / "runs.sqlite"
     with ScriptedOpenAIServer(script.respond) as server:
         env = {**os.environ, "OPENAI_API_KEY": "local", "OPENAI_BASE_URL": server.base_url}
         args = ["run", "Bench in 3 steps", "--thread-id", THREAD, "--db", str(db), "--quiet"]
+        args += ["--task-tools", "compact"]  # a plan and steps to show
         subprocess.run([REPLAN, *args], env=env, check=True, capture_output=True)
     return db
 

@@ -218,8 +218,8 @@ def responder(request: dict[str, Any]) -> Reply:
         steps = (_chain_plan() if chain else _look_up_plan()) if step_tools(request) else None
         return tool_call("plan", {"steps": steps or _text_plan(chain)})
     if role == "replanner":
-        done = prompt.split("# Steps already done", 1)[-1]
-        planned = prompt.split("# Steps still planned", 1)[-1].split("# Steps already done")[0]
+        done = prompt.split("# Steps done", 1)[-1]
+        planned = prompt.split("# Steps still planned", 1)[-1].split("# Steps done")[0]
         if "(none)" not in planned:
             lines = [line for line in planned.split("\n") if re.match(r"\d+\. ", line)]
             return tool_call("plan", {"steps": [_relisted(line) for line in lines]})

@@ -85,7 +85,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Any, NoReturn, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -105,6 +105,7 @@ from benchmarks.tutorial import (  # noqa: E402
 )
 from replan import Context, build_plan_execute_graph, checkpoint_serializer  # noqa: E402
 from replan.testing import MODEL_ID, Reply, ScriptedOpenAIServer, text, tool_call  # noqa: E402
+from replan.testing.background import BackgroundServer  # noqa: E402
 from replan.testing.plan_script import classify  # noqa: E402
 from replan.testing.requests import (  # noqa: E402
     first_param,
@@ -516,7 +517,7 @@ class _ProxyServer(ThreadingHTTPServer):
 
 
 @dataclass
-class MeteringProxy:
+class MeteringProxy(BackgroundServer):
     """An OpenAI-compatible pass-through on 127.0.0.1 that records every chat completion's
     usage (`exchanges`), for every design alike. Use as a context manager."""
 
@@ -524,31 +525,17 @@ class MeteringProxy:
     read_timeout: float = REQUEST_TIMEOUT + 60
     exchanges: list[Exchange] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _server: _ProxyServer | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.upstream = self.upstream.rstrip("/")
 
-    def __enter__(self) -> MeteringProxy:
-        self._server = _ProxyServer(self)
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+    def make_server(self) -> _ProxyServer:
+        """The proxy's server, on a free port."""
+        return _ProxyServer(self)
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "the proxy is not running"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.bound_port}/v1"
 
     def record(self, exchange: Exchange) -> None:
         with self._lock:

@@ -13,7 +13,10 @@ from typing import Any, Literal, TypeVar, get_args
 
 DEFAULT_MODEL = "gpt-4o-mini"
 OPENAI_HOST = "api.openai.com"
-"""The host of OpenAI's own API, where a run without a `base_url` sends its requests."""
+OPENAI_API_URL = f"https://{OPENAI_HOST}/v1"
+"""OpenAI's own API, where a run without a `base_url` sends its requests (whatever
+`OPENAI_BASE_URL` says when it resumes: the environment is read once, when its `Context` is
+made)."""
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_EXECUTOR_MAX_STEPS = 20
@@ -94,6 +97,14 @@ def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | N
     if value < 0:
         raise ValueError(f"{name} must be 0 or more, not {value}")
     return float(value)
+
+
+def check_prices(price_in: Any, price_out: Any) -> None:
+    """ValueError unless both prices are given, each a number of 0 or more, or neither."""
+    check_price("price_in", price_in, allow_none=True)
+    check_price("price_out", price_out, allow_none=True)
+    if (price_in is None) != (price_out is None):
+        raise ValueError("price_in and price_out go together: give both")
 
 
 C = TypeVar("C")
@@ -320,10 +331,7 @@ class Context:
         check_choice("tool_errors", self.tool_errors, TOOL_ERRORS_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
         check_choice("answer", self.answer, ANSWER_MODES)
-        check_price("price_in", self.price_in, allow_none=True)
-        check_price("price_out", self.price_out, allow_none=True)
-        if (self.price_in is None) != (self.price_out is None):
-            raise ValueError("price_in and price_out go together: give both or neither")
+        check_prices(self.price_in, self.price_out)
 
     @property
     def given(self) -> frozenset[str]:
@@ -340,16 +348,22 @@ SETTING_NAMES = frozenset(f.name for f in fields(Context))
 """The names of `Context`'s settings."""
 
 
+def settled(saved: Mapping[str, Any] | None, changes: Mapping[str, Any]) -> Context:
+    """A run's settings: those it `saved` (the `settings` state channel; None before its first
+    node), with `changes` applied (fields given now); ValueError naming a field no run could
+    use. What is not a setting of the run (a saved copy's extra keys) is left out."""
+    values = {name: value for name, value in (saved or {}).items() if name in SETTING_NAMES}
+    return Context(**{**values, **changes})
+
+
 def run_context(given: Context | None, saved: Mapping[str, Any] | None) -> Context:
-    """The settings a node of a run works with: the run's `saved` settings, with the fields
-    the caller `given` now changed; without saved settings (a run's first node), the caller's
-    context, or one of defaults (read from the environment here, once per run)."""
+    """The settings a node of a run works with: `settled` from the run's `saved` settings and
+    the fields the caller `given` now gave; without saved settings (a run's first node), the
+    caller's context, or one of defaults (read from the environment here, once per run)."""
     if saved is None:
         return given if given is not None else Context()
-    values = {name: value for name, value in saved.items() if name in SETTING_NAMES}
-    if given is not None:
-        values.update({name: getattr(given, name) for name in given.given})
-    return Context(**values)
+    changes = {} if given is None else {name: getattr(given, name) for name in given.given}
+    return settled(saved, changes)
 
 
 @dataclass(frozen=True, kw_only=True)

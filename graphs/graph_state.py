@@ -274,6 +274,14 @@ def reviewed_steps(value: Any) -> list[Any]:
     return list(review_summary(value)["plan"])
 
 
+def review_refusal(value: Any) -> str:
+    """Why a review interrupt's `value` asks again, when it does: the paragraph its description
+    puts before the question (`replan.graphs.nodes.review`); "" for a first ask."""
+    question = str(review_summary(value)["question"])
+    refused, separator, _ = question.rpartition("\n\n")
+    return refused if separator else ""
+
+
 def review_summary(value: Any) -> dict[str, Any]:
     """A review interrupt's `value` as `{"plan": steps, "question": text}`, whichever shape."""
     if not isinstance(value, dict):

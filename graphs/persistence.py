@@ -17,8 +17,9 @@ SQLite, a read-only file for a writer, no server, unknown database, refused logi
 connection lost during a run, PostgreSQL support not installed) raises
 `DatabaseUnavailableError`, whose message is one line. A task cancelled because its run was
 stopped is not saved as failed (`replan.graphs.stopped_tasks`). The CLI and the dev-server
-configuration share all of this. A CLI run also stores its settings in its checkpoints'
-metadata (`run_metadata`).
+configuration share all of this. A run's settings are its `settings` state channel
+(`saved_settings`); a CLI run also stores its `--tools` reference and start time in its
+checkpoints' metadata (`run_metadata`).
 """
 
 from __future__ import annotations
@@ -55,12 +56,16 @@ SETUP_LOCK_KEY = 0x7265706C616E  # "replan" in ASCII
 SETUP_WAIT_SECONDS = 60.0
 INSTALL_POSTGRES = "pip install 'replan[postgres]'"
 SETTINGS_KEY = "replan_settings"
-"""Checkpoint metadata key holding a CLI run's `Context` settings as JSON, so `resume` continues
-it the same way (same model, endpoint and bounds) unless options given now override them.
-(LangGraph copies only plain strings and numbers from a run's config metadata into its
-checkpoints, hence JSON.)"""
+"""Checkpoint metadata key where CLI runs of earlier versions kept a copy of their settings as
+JSON (with their `--tools` reference as `tools`): read, never written. A run's settings live in
+its `settings` state channel (`saved_settings`)."""
+TOOLS_KEY = "replan_tools"
+"""Checkpoint metadata key holding a CLI run's `--tools` reference (not a `Context` field: a
+run started from the library has its tools in its graph)."""
 STARTED_KEY = "replan_started_at"
 """Checkpoint metadata key holding when a CLI run started (ISO-8601, UTC)."""
+LEGACY_TOOLS = "tools"
+"""Where the `--tools` reference sat in the settings copy of `SETTINGS_KEY`."""
 _THREADS_SQL = (
     "SELECT thread_id FROM checkpoints WHERE checkpoint_ns = '' "
     "GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC"
@@ -72,19 +77,39 @@ class DatabaseUnavailableError(Exception):
     """The runs database cannot be opened or reached; the message is one line that names it."""
 
 
-def run_metadata(settings: dict[str, Any], started_at: str | None) -> dict[str, str]:
-    """The config metadata a CLI run gives every checkpoint it writes."""
-    metadata = {SETTINGS_KEY: json.dumps(settings)}
-    return metadata if started_at is None else {**metadata, STARTED_KEY: started_at}
+def run_metadata(tools_reference: str | None, started_at: str | None) -> dict[str, str]:
+    """The config metadata a CLI run gives every checkpoint it writes: its `--tools` reference
+    and when it started (LangGraph copies plain strings of it into each checkpoint)."""
+    given = {TOOLS_KEY: tools_reference, STARTED_KEY: started_at}
+    return {key: value for key, value in given.items() if value is not None}
 
 
-def stored_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The settings `run_metadata` stored in a checkpoint's metadata, if any."""
+def _legacy_copy(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings copy an earlier version's CLI run kept in its checkpoint metadata."""
     try:
         settings = json.loads((metadata or {}).get(SETTINGS_KEY) or "null")
     except (TypeError, ValueError):
-        return None
-    return settings if isinstance(settings, dict) else None
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def saved_settings(
+    values: Mapping[str, Any], metadata: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """A stored run's settings: its `settings` state channel (the one copy, saved by the graph
+    when the run starts and whenever a caller changes them), else the copy an earlier version's
+    CLI kept in the checkpoint metadata; None for a run that saved none."""
+    if isinstance(saved := values.get("settings"), Mapping) and saved:
+        return dict(saved)
+    legacy = _legacy_copy(metadata)
+    legacy.pop(LEGACY_TOOLS, None)
+    return legacy or None
+
+
+def stored_tools(metadata: Mapping[str, Any] | None) -> str | None:
+    """The `--tools` reference a CLI run stored in its checkpoint metadata, if any."""
+    reference = (metadata or {}).get(TOOLS_KEY) or _legacy_copy(metadata).get(LEGACY_TOOLS)
+    return None if reference is None else str(reference)
 
 
 def checkpoint_serializer() -> JsonPlusSerializer:
@@ -177,12 +202,15 @@ async def open_checkpointer(
             yield sqlite
 
 
-def _unusable(path: Path) -> str | None:
+def _unusable(path: Path, read_only: bool) -> str | None:
     """Why `path` cannot hold a database, when that is plain before SQLite tries."""
     if path.is_dir():
         return "it is a folder"
     if not path.parent.is_dir():
         return f"the folder {path.parent} does not exist"
+    if not read_only and not path.exists() and not os.access(path.parent, os.W_OK):
+        folder = path.absolute().parent
+        return f"the folder {folder} is not writable, so the file cannot be created there"
     return None
 
 
@@ -242,7 +270,7 @@ async def _ready_saver(conn: aiosqlite.Connection, path: Path, read_only: bool) 
 async def _sqlite_saver(
     path: Path, busy_timeout: float, read_only: bool
 ) -> AsyncIterator[AsyncSqliteSaver]:
-    if reason := _unusable(path):
+    if reason := _unusable(path, read_only):
         raise DatabaseUnavailableError(f"cannot open the runs database {path}: {reason}")
     try:
         conn = await _connect(path, busy_timeout, read_only)

@@ -15,6 +15,7 @@ persist and resume runs); `graph` is the same graph without a checkpointer, whic
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -238,4 +239,17 @@ def build_plan_execute_graph(
     return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)
 
 
-graph = build_plan_execute_graph()
+@functools.cache
+def default_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The graph with no tools and no checkpointer, built on the first call and kept: `graph`,
+    and what `langgraph dev` serves as `plan_execute` (langgraph.json names this function, as
+    the server reads a module's variables without its `__getattr__`)."""
+    return build_plan_execute_graph()
+
+
+def __getattr__(name: str) -> Any:
+    """`graph`: the graph with no tools and no checkpointer that `langgraph dev` serves as
+    `plan_execute`, built on first use (importing this module compiles nothing)."""
+    if name != "graph":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return default_graph()

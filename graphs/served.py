@@ -1,8 +1,10 @@
 """The graphs an Agent Protocol server serves to many users (Aegra: see aegra.json and
 docs/serving.md).
 
+Both are built on first access, not at import:
+
 - `graph`: the plan–execute graph; each run keeps its task list in its own state.
-- `shared_graph` (built on first access): the same graph whose task tools keep one list
+- `shared_graph`: the same graph whose task tools keep one list
   shared by every run, in PostgreSQL: `$REPLAN_TASK_STORE` (a `postgresql://` URL), else the
   server's own database (`$DATABASE_URL`); the list is named by `$REPLAN_TASK_LIST` (default
   "default").
@@ -16,10 +18,11 @@ unregistered types in a future version).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -33,6 +36,8 @@ TASK_LIST_ENV = "REPLAN_TASK_LIST"
 SERVER_DATABASE_ENV = "DATABASE_URL"
 """Aegra's database (it may name a driver, `postgresql+asyncpg://`; psycopg takes neither)."""
 DEFAULT_TASK_LIST = "default"
+SERVED = ("graph", "shared_graph")
+"""The graphs this module serves (aegra.json names them)."""
 _DRIVER = re.compile(r"^(postgres(?:ql)?)\+[A-Za-z0-9_]+://")
 
 
@@ -48,19 +53,11 @@ class ServedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return super().copy(changes)
 
 
-CARRIED_OVER = tuple(
-    """builder schema_to_mapper nodes channels stream_mode stream_eager output_channels
-    stream_channels interrupt_after_nodes interrupt_before_nodes input_channels step_timeout
-    debug checkpointer store cache retry_policy cache_policy context_schema config
-    trigger_to_nodes node_error_handler_map name stream_transformers""".split()
-)
-"""The arguments of the compiled graph's constructor, each kept in the public attribute of
-its name; a test fails when LangGraph's constructor takes others."""
-
-
 def served(graph: CompiledStateGraph[Any, Any, Any, Any]) -> ServedGraph:
-    """`graph` as a `ServedGraph`: the same graph, through the public constructor."""
-    return ServedGraph(**{name: getattr(graph, name) for name in CARRIED_OVER})
+    """`graph`, as the public builder made it, turned into a `ServedGraph` (a subclass that adds
+    no attribute, only what its copies do): nothing is rebuilt or copied."""
+    graph.__class__ = ServedGraph
+    return cast(ServedGraph, graph)
 
 
 def shared_task_store(environ: Mapping[str, str] = os.environ) -> PostgresTaskStore:
@@ -76,14 +73,17 @@ def shared_task_store(environ: Mapping[str, str] = os.environ) -> PostgresTaskSt
     return PostgresTaskStore(_DRIVER.sub(r"\1://", url), list_name=name)
 
 
-graph = served(build_plan_execute_graph())
-_shared: list[ServedGraph] = []
+@functools.cache
+def _built(name: str) -> ServedGraph:
+    """The served graph `name`, built once (see the module docstring)."""
+    if name == "shared_graph":
+        return served(build_plan_execute_graph(task_store=shared_task_store()))
+    return served(build_plan_execute_graph())
 
 
 def __getattr__(name: str) -> Any:
-    """Build `shared_graph` on first use, so that importing this module needs no database."""
-    if name != "shared_graph":
+    """`graph` and `shared_graph`, built on first use: importing this module compiles nothing
+    (and `shared_graph` needs a database)."""
+    if name not in SERVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not _shared:
-        _shared.append(served(build_plan_execute_graph(task_store=shared_task_store())))
-    return _shared[0]
+    return _built(name)

@@ -42,3 +42,9 @@ def test_the_notebook_runs_from_a_plain_install(
         resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()  # raises CellExecutionError naming the failing cell
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    outputs = [output for cell in code for output in cell.outputs]
+    assert all(output.output_type != "error" for output in outputs)
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert printed.strip(), "the notebook shows nothing"

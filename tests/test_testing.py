@@ -172,7 +172,7 @@ def test_runs_as_a_separate_process(tmp_path: Path) -> None:
             base_url=f"http://127.0.0.1:{port_file.read_text()}/v1",
             api_key=SecretStr("test"),
         )
-        assert "scripted executor" in str(model.invoke("no step here").content)
+        assert model.invoke("no step here").content == f"{script.DIRECT_ANSWER} no step here"
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
@@ -200,7 +200,7 @@ def test_the_cooperative_model_plays_runs_as_the_scripted_model() -> None:
     with ScriptedOpenAIServer(cooperative.respond, quirks=PRESETS["ollama"]) as srv:
         model = chat(srv)
         assert model.invoke("Reply with the single word OK.").content == "OK"
-        assert "scripted executor" in str(model.invoke("no step here").content)
+        assert model.invoke("no step here").content == f"{script.DIRECT_ANSWER} no step here"
 
 
 # --- the plan–execute responder ---------------------------------------------------------

@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from replan.graphs.context import OPENAI_HOST, Context
+from replan.graphs.context import OPENAI_API_URL, OPENAI_HOST, Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.model.http_client import async_http_client, sync_http_client
 
@@ -49,7 +49,7 @@ def chat_model_from_context(context: Context, max_tokens: int) -> BaseChatModel:
     return ChatOpenAI(
         model=context.model,
         temperature=context.temperature,
-        base_url=context.base_url or None,
+        base_url=context.base_url or OPENAI_API_URL,  # not the environment's: see the constant
         api_key=SecretStr(api_key),
         max_retries=0,  # the HTTP clients retry, so that each retry can be shown
         timeout=context.timeout,

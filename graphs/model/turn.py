@@ -1,4 +1,5 @@
-"""The chat model the graph uses: built at run time from the `Context`, called with clear errors.
+"""One model turn (`ask_model`): the request, its retries and clear errors, calls written as
+text read back, and distinct tool call ids. The model itself is built in `model.client`.
 
 Only model calls go through `model_errors`: a failure of the user's own tools inside the
 executor is never mistaken for an unavailable model.

@@ -8,6 +8,18 @@ executor's inner graph); an error a call raises is raised inside the generator a
 A call marked `metered` is a model turn: the driver tallies the usage its reply reports
 (`replan.state.usage`), and `dual_node` adds the node's tally to the node's update as `usage`,
 under the node's name, so every model call is counted where it was made.
+
+A node, written once (docs/CONTRACTS.md, "Adding a node"):
+
+    def greet(state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
+        reply = yield from ask_model(model, [HumanMessage("Say hello")], context)
+        return {"response": reply.text}  # its usage is added under "greet"
+
+    builder.add_node("greet", dual_node(greet))
+
+Why generators rather than twin sync and async functions: each node's logic exists once, a
+failing call is handled where it was made (`try` around the `yield`), and what a call becomes
+(a LangGraph `@task`, say) is decided here for every node.
 """
 
 from __future__ import annotations

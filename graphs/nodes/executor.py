@@ -44,8 +44,11 @@ class Executor(ToolLoop):
             tasks = yield read_shared_tasks(self.task_store)
             run = {**run, "tasks_context": tasks}
         max_steps = self.bounds.for_run(context).executor_max_steps
-        brief = self.prompts.executor_task.format(**executor_briefing(run))
-        asked = self.instructions[self.offers.choice(context)]
+        choice = self.offers.choice(context)
+        brief = self.prompts.executor_task.format(
+            **executor_briefing(run, self.offers[choice].has_task_tools)
+        )
+        asked = self.instructions[choice]
         start = {
             "messages": [HumanMessage(f"{asked}\n\n{brief}")],
             "tasks_context": tasks,

@@ -16,6 +16,12 @@ Resume it with the middleware's decisions, `{"decisions": [{"type": "approve"} |
 them), or as before: "approve" / `{"action": "approve"}`, a list of steps / `{"action":
 "edit", "steps": [...]}`, or "reject" / `{"action": "reject", "reason": str}`. Any other answer,
 an edit with no steps or with steps that do not parse, pauses again saying why.
+
+One step can also be changed, keeping the others: `{"action": "edit", "step": N, "text": str}`
+gives step N (its place in the list under review, from 1) a new text, waiting for the same
+steps (a text that is a JSON step object replaces the step whole), and `{"action": "drop",
+"step": N}` leaves it out, the steps that waited for it then waiting for what it waited for.
+The review then pauses again with the changed plan (`StepChange`); approving it runs that plan.
 """
 
 from __future__ import annotations
@@ -28,24 +34,51 @@ from typing import Any, Literal
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, interrupt
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from replan.graphs.context import Context, run_context
-from replan.graphs.graph_state import REPLY, PlanExecuteState, review_request
+from replan.graphs.graph_state import REPLY, PlanExecuteState, PlanItem, PlannedStep, review_request
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.scheduling import wave
+from replan.graphs.plan.tool_steps import references
 from replan.graphs.plan.views import format_plan, plan_items
 from replan.graphs.prompts import Prompts
 
 
 @dataclass(frozen=True)
-class PlanReview:
-    """A reviewer's answer to a proposed plan; `steps` is set for an edit."""
+class StepChange:
+    """A change to one step of the plan under review, after which the review asks again: step
+    `position` (its place in the list, from 1) gets the new `text`, or is dropped (None)."""
 
-    action: Literal["approve", "edit", "reject"]
+    position: int
+    text: str | None = None
+
+    def answer(self) -> dict[str, Any]:
+        """The resume value asking for this change."""
+        if self.text is None:
+            return {"action": "drop", "step": self.position}
+        return {"action": "edit", "step": self.position, "text": self.text}
+
+    def problem(self, count: int) -> str:
+        """What stops this change to a plan of `count` steps, in words ("" when nothing does)."""
+        if not 1 <= self.position <= count:
+            return f"there is no step {self.position} (the plan has steps 1 to {count})"
+        if self.text is None and count == 1:
+            return "step 1 is the plan's only step (reject the plan instead)"
+        return ""
+
+
+@dataclass(frozen=True)
+class PlanReview:
+    """A reviewer's answer to a proposed plan; `steps` is set for an edit, `change` for a
+    change to one step."""
+
+    action: Literal["approve", "edit", "reject", "change"]
     steps: PlanArgs | None = None
     reason: str = ""
+    change: StepChange | None = None
 
 
 REVIEW_ANSWERS = (
@@ -78,7 +111,6 @@ def _from_decisions(answer: dict[str, Any]) -> Any:
 
 
 ANSWER_PREVIEW_CHARS = 80
-STEP_OBJECT = '{"step", "depends_on"}'
 
 
 def _preview(answer: Any) -> str:
@@ -90,10 +122,10 @@ def _preview(answer: Any) -> str:
     return shown if len(shown) <= ANSWER_PREVIEW_CHARS else shown[: ANSWER_PREVIEW_CHARS - 1] + "…"
 
 
-def _edit_problems(error: ValidationError) -> str:
-    """What is wrong with an edited plan, in words (not pydantic's)."""
+def _in_words(errors: list[ErrorDetails]) -> str:
+    """What pydantic's `errors` of an edited plan say is wrong with it, in words."""
     problems = []
-    for item in error.errors():
+    for item in errors:
         where = [part for part in item["loc"] if part != "steps"]
         if item["type"] == "too_short" and not where:
             problems.append("it has no steps")
@@ -108,6 +140,41 @@ def _edit_problems(error: ValidationError) -> str:
     return "; ".join(dict.fromkeys(problems))
 
 
+def edit_problems(steps: Any) -> str:
+    """What makes `steps` unusable as an edited plan in any run, in words ("" when nothing
+    does): not a list of steps, a step neither a text nor a step object, a JSON object that
+    does not parse. Whether the numbers its steps name fit is the review's to say: it knows
+    how the run numbers them (a follow-up turn's steps are numbered on from the turn before's)."""
+    try:
+        PlanArgs.model_validate({"steps": steps})
+    except ValidationError as exc:  # the steps' own errors; the plan's (its numbers) have no loc
+        return _in_words([error for error in exc.errors() if error["loc"]])
+    return ""
+
+
+def _checked_steps(steps: Any, numbering: Numbering | None) -> PlanArgs:
+    """`steps` as an edited plan numbered as `numbering` says (default: a first plan without
+    tool steps); ValueError saying what is wrong with them."""
+    try:
+        return PlanArgs.model_validate(
+            {"steps": steps}, context=numbering or Numbering.first_plan()
+        )
+    except ValidationError as exc:
+        raise ValueError(_in_words(exc.errors())) from None
+
+
+def _step_change(answer: dict[str, Any]) -> StepChange | None:
+    """The change to one step `answer` asks for, if it asks for one."""
+    position, text = answer.get("step"), answer.get("text")
+    if not isinstance(position, int) or isinstance(position, bool) or "steps" in answer:
+        return None
+    if answer.get("action") == "drop" and text is None:
+        return StepChange(position)
+    if answer.get("action") == "edit" and isinstance(text, str):
+        return StepChange(position, text)
+    return None
+
+
 def parse_plan_review(answer: Any, numbering: Numbering | None = None) -> PlanReview:
     """Read a resume value for the plan review, an edited plan numbered as `numbering` says
     (default: a first plan without tool steps); raise ValueError saying, for people, what was
@@ -120,22 +187,79 @@ def parse_plan_review(answer: Any, numbering: Numbering | None = None) -> PlanRe
     elif isinstance(answer, list):
         answer = {"action": "edit", "steps": answer}
     action = answer.get("action") if isinstance(answer, dict) else None
+    if isinstance(answer, dict) and (change := _step_change(answer)):
+        return PlanReview("change", change=change)
     if action == "approve":
         return PlanReview("approve")
     if action == "reject":
         return PlanReview("reject", reason=str(answer.get("reason") or ""))
     if action == "edit":
         try:
-            steps = PlanArgs.model_validate(
-                {"steps": answer.get("steps")}, context=numbering or Numbering.first_plan()
-            )
-        except ValidationError as exc:
+            steps = _checked_steps(answer.get("steps"), numbering)
+        except ValueError as exc:
             raise ValueError(
-                f"The edited plan {_preview(answer.get('steps'))} cannot be used: "
-                f"{_edit_problems(exc)}. {REVIEW_ANSWERS}"
+                f"The edited plan {_preview(answer.get('steps'))} cannot be used: {exc}. "
+                f"{REVIEW_ANSWERS}"
             ) from None
         return PlanReview("edit", steps=steps)
     raise ValueError(f"The answer {_preview(sent)} is not understood. {REVIEW_ANSWERS}")
+
+
+def _without(plan: list[PlannedStep], position: int) -> list[PlannedStep]:
+    """`plan` without its step at `position`: the steps that waited for it wait for what it
+    waited for. ValueError when a tool step uses its result."""
+    gone = plan[position - 1]
+    kept: list[PlannedStep] = []
+    for number, step in enumerate(plan, 1):
+        if step is gone:
+            continue
+        if gone["id"] in references(step.get("args") or {}):
+            raise ValueError(
+                f"step {number} uses the result of step {position} (change or drop step "
+                f"{number} first)"
+            )
+        waits = set(step["depends_on"])
+        if gone["id"] in waits:
+            waits = waits - {gone["id"]} | set(gone["depends_on"])
+        kept.append(step | {"depends_on": sorted(waits)})
+    return kept
+
+
+def _retexted(item: PlanItem, text: str) -> PlanItem:
+    """`item` with the new `text`, waiting for the same steps; a text that is a JSON object
+    replaces the item whole (a step object says what it waits for itself)."""
+    if isinstance(item, str) or text.lstrip().startswith("{"):
+        return text
+    if "tool" not in item:
+        return item | {"step": text}
+    waits = {*(item.get("depends_on") or []), *references(item.get("args") or {})}
+    return {"step": text, "depends_on": sorted(waits)}
+
+
+def _changed_items(plan: list[PlannedStep], change: StepChange, first: int) -> list[PlanItem]:
+    """The items of `plan`, numbered on from `first`, with `change` made; ValueError when it
+    cannot be."""
+    if problem := change.problem(len(plan)):
+        raise ValueError(problem)
+    if change.text is None:
+        return plan_items(_without(plan, change.position), first)
+    items = plan_items(plan, first)
+    items[change.position - 1] = _retexted(items[change.position - 1], change.text)
+    return items
+
+
+def _changed_plan(
+    plan: list[PlannedStep], change: StepChange, numbering: Numbering
+) -> list[PlannedStep]:
+    """`plan` with `change` made, checked and numbered as an edited plan is; ValueError saying,
+    for people, what stops it."""
+    try:
+        items = _changed_items(plan, change, numbering.first)
+        return accept_plan(_checked_steps(items, numbering), numbering)
+    except ValueError as exc:
+        raise ValueError(
+            f"The change {_preview(change.answer())} cannot be made: {exc}. {REVIEW_ANSWERS}"
+        ) from None
 
 
 class PlanReviewNode:
@@ -150,25 +274,29 @@ class PlanReviewNode:
 
     def __call__(self, state: PlanExecuteState) -> Command[Literal["executor", "reply"]]:
         """An answer that is none of those pauses again, its description saying what was
-        wrong and what is accepted, so a typo never strands the run. An approved (or edited)
-        plan starts its first wave of steps; a rejected one ends the turn."""
-        plan = state["plan"]
+        wrong and what is accepted, so a typo never strands the run; a change to one step
+        pauses again with the changed plan. An approved (or edited) plan starts its first wave
+        of steps; a rejected one ends the turn."""
         context = run_context(get_runtime(Context).context, state.get("settings"))
         numbering = Numbering.replan((), state.get("carried_steps", []), self.tools(context))
-        items = plan_items(plan, numbering.first)
-        question = self.prompts.review_question.format(plan=format_plan(plan))
-        description = question
+        plan, refused = state["plan"], ""
         while True:
+            question = self.prompts.review_question.format(plan=format_plan(plan))
+            description = f"{refused}\n\n{question}" if refused else question
+            items = plan_items(plan, numbering.first)
             try:
                 review = parse_plan_review(interrupt(review_request(items, description)), numbering)
-                break
+                if review.change is None:
+                    break
+                plan, refused = _changed_plan(plan, review.change, numbering), ""
             except ValueError as exc:
-                description = f"{exc}\n\n{question}"
+                refused = str(exc)
         if review.action == "reject":
             reason = f" Reason: {review.reason}" if review.reason else ""
             response = self.prompts.rejected.format(reason=reason)
             return Command(goto=REPLY, update={"response": response, "stop_reason": "rejected"})
-        if review.steps is None:
+        if review.steps is not None:
+            plan = accept_plan(review.steps, numbering)
+        elif plan is state["plan"]:  # approved as it was first shown
             return Command(goto=wave(state, context))
-        edited = accept_plan(review.steps, numbering)
-        return Command(goto=wave({**state, "plan": edited}, context), update={"plan": edited})
+        return Command(goto=wave({**state, "plan": plan}, context), update={"plan": plan})

@@ -1,7 +1,8 @@
-"""The nodes that open and close a turn of the conversation: `start_turn` keeps the turn
-before in `turns` and clears what the new one writes; `reply` appends the turn's answer (or
-its "not finished" report) to `messages` as an AI message, named for replan and carrying the
-turn's token usage, so chat surfaces and parent graphs see the reply."""
+"""The nodes that open and close a turn of the conversation: `start_turn` saves the run's
+settings (the `settings` channel: the one copy a resume, an approval and `replan show` read),
+keeps the turn before in `turns` and clears what the new one writes; `reply` appends the turn's
+answer (or its "not finished" report) to `messages` as an AI message, named for replan and
+carrying the turn's token usage, so chat surfaces and parent graphs see the reply."""
 
 from __future__ import annotations
 
@@ -9,11 +10,22 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.messages.ai import UsageMetadata
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.runtime import get_runtime
 from langgraph.types import Overwrite
 
+from replan.graphs.context import Context, run_context
 from replan.graphs.conversation import REPLY_NAME, objective_text
+from replan.graphs.errors import InvalidInputError
 from replan.graphs.graph_state import PlanExecuteState, Turn
 from replan.state.usage import Tally, total_tally
+
+NO_CHECKPOINTER = (
+    "approve_plan pauses the run until someone answers, and a graph with no checkpointer cannot "
+    "resume it: build it with build_plan_execute_graph(checkpointer=...) or run it where a "
+    "server gives it one"
+)
 
 
 def _usage_metadata(tally: Tally) -> UsageMetadata:
@@ -46,8 +58,20 @@ class StartTurn:
         self.superseded = superseded
 
     def __call__(self, state: PlanExecuteState) -> dict[str, Any]:
-        """Open a turn. On a thread that holds one already, keep it in `turns` (one that had
-        not ended is kept as `superseded`), offer its steps to the new turn's plans
+        """Open a turn, saving the run's settings first (`opened`); refuse a run that asks for
+        plan approval on a graph with no checkpointer, which could never be resumed."""
+        saved = state.get("settings")
+        context = run_context(get_runtime(Context).context, saved)
+        configurable = get_config().get("configurable") or {}
+        if context.approve_plan and configurable.get(CONFIG_KEY_CHECKPOINTER) is None:
+            raise InvalidInputError(NO_CHECKPOINTER)
+        settings = context.settings()
+        update = self.opened(state)
+        return update if settings == saved else {**update, "settings": settings}
+
+    def opened(self, state: PlanExecuteState) -> dict[str, Any]:
+        """The update opening a turn. On a thread that holds one already, keep it in `turns`
+        (one that had not ended is kept as `superseded`), offer its steps to the new turn's plans
         (`carried_steps`), and clear the plan, steps, answer and usage the new turn writes.
         When the conversation lacks the turn's answer (a thread saved before answers were
         messages, or a turn cut short), it is put before the new message."""

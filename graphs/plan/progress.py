@@ -1,6 +1,5 @@
-"""Rules over a run's plan: the objective, which steps can start, which are left, and when a
-plan stops making progress. Each round carries out one wave: every planned step whose
-dependencies are done, side by side (`runnable_steps`)."""
+"""When a plan stops making progress: the steps of a turn carried out again and again, told
+apart by their words (`step_key`). Which steps can start is `scheduling`'s."""
 
 from __future__ import annotations
 

@@ -53,7 +53,6 @@ REFERENCE = re.compile(r"\$([1-9][0-9]*)")
 """`$N`: the result of step N."""
 REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": r"^\$[1-9][0-9]*$"}
 """What a non-string argument may be instead of its value: a reference `"$N"`."""
-"""A step written as a call, `name(...)`, as small models write tool steps in a list of texts."""
 _NUMBER_AT_END = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+[^\s\d]{1,12})?\s*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 NUMBER_TYPES = frozenset({"number", "integer"})
@@ -221,9 +220,6 @@ def tool_step_line(done: Mapping[str, Any]) -> str:
     if "reused_from" in done:
         line += f" (same call as step {done['reused_from']}: not made again)"
     return line if status == "done" else f"{line} [{status}]"
-
-
-"""No tool steps: what a run with `tool_steps="off"` (or no tools of its own) offers."""
 
 
 def call_key(tool: str, args: Mapping[str, Any]) -> str:

@@ -135,17 +135,29 @@ def replanner_briefing(
         "objective": turn_objective(state) + earlier,
         "plan": format_plan(steps_left(state)),
         "executed_steps": format_executed_steps(executed, limit=REPLANNER_RESULT_CHARS),
-        "tasks": format_task_list(state.get("tasks_context") or TaskContext(), empty="(none)"),
+        "tasks": task_section(state.get("tasks_context") or TaskContext()),
         "repeated": format_repeated_steps(executed, repeated_template),
     }
 
 
-def executor_briefing(run: StepRun) -> dict[str, str]:
+TASK_LIST_HEADING = "\n\n# Task list\n"
+"""How the task list section of a briefing starts (it follows the section before it)."""
+
+
+def task_section(tasks: TaskContext, *, offered: bool = False) -> str:
+    """The task list as a briefing's section: shown when it holds tasks, or, empty, when the
+    task tools are `offered` (saying how to make some); "" otherwise."""
+    if not tasks.tasks and not offered:
+        return ""
+    return TASK_LIST_HEADING + format_task_list(tasks)
+
+
+def executor_briefing(run: StepRun, task_tools: bool) -> dict[str, str]:
     """What one step's executor is shown: the objective, its step, the results of the steps
-    it depends on, and the task list."""
+    it depends on, and the task list (when it has tasks, or the step has the `task_tools`)."""
     return {
         "objective": run["objective"],
         "step": run["step"]["step"],
         "dependencies": format_executed_steps(run["dependencies"], empty="(none)"),
-        "tasks": format_task_list(as_task_context(run["tasks_context"])),
+        "tasks": task_section(as_task_context(run["tasks_context"]), offered=task_tools),
     }

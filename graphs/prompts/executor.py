@@ -8,9 +8,9 @@ FAILED_PREFIX = "FAILED:"
 """How an executor's report starts when it could not do its step (see `EXECUTOR`)."""
 
 EXECUTOR = f"""Do the step below, one step of a larger plan. Use a tool wherever one fits; never \
-make up a figure a tool could give.{{computing}} Then report briefly what you did and found, with \
-figures: later steps see only this. If the step cannot be done, start with "{FAILED_PREFIX}" and \
-say why.{{task_tools}}"""
+make up a figure a tool could give.{{computing}} Then report briefly what you found, with figures: \
+later steps see only this. If it cannot be done, start with "{FAILED_PREFIX}" and say why.\
+{{task_tools}}"""
 """What the executor is asked, in the user message before its step's briefing (`EXECUTOR_TASK`)."""
 
 EXECUTOR_TASK_TOOLS = """ Task tools share a list."""
@@ -33,11 +33,8 @@ REMINDER_FIGURES = "gives figures ({figures}) that no tool result or earlier res
 EXECUTOR_TASK = """# Objective
 {objective}
 
-# Results of the steps yours builds on
-{dependencies}
-
-# Task list
-{tasks}
+# Results it builds on
+{dependencies}{tasks}
 
 # Your step
 {step}"""

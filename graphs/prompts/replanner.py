@@ -3,16 +3,15 @@ turn so far, both in the user message, and the `respond` decision's descriptions
 
 from __future__ import annotations
 
-REPLANNER = """Decide what happens next on the objective below. When the results meet it, call \
-{respond}. Else call `plan` with only the steps still to do: a plain string runs after the step \
-before it; {{"step": "...", "depends_on": [N]}} waits for steps N. A step kept word for word \
-keeps its number; a new one, numbered from the number given below, sees only its text and the \
-results it depends on: copy in what it needs. A step that failed for lack of a tool fails again: \
-plan another way, or respond with what the results allow and what could not be done."""
+REPLANNER = """If the results below meet the objective, call {respond}. Else call `plan` with only \
+the steps still to do (a string runs after the step before it; {{"step": "...", "depends_on": \
+[N]}} waits for steps N). A step kept word for word keeps its number; a new one sees only its \
+text and the results it depends on, so copy in what it needs. A step that failed for lack of a \
+tool fails again: plan another way, or respond with what the results allow."""
 """What the replanner is asked, before its briefing (`REPLANNER_TASK`), when the run offers no
 tool steps."""
 
-RESPOND_WITH_ANSWER = """`respond` with the full answer, from the results"""
+RESPOND_WITH_ANSWER = """`respond` with the full answer"""
 """How the replanner texts' `{respond}` asks for the answer in the decision
 (`answer="decision"`)."""
 RESPOND_THEN_ANSWER = """`respond` with one sentence saying the objective is met (the answer is \
@@ -24,21 +23,16 @@ REPLANNER_TASK = """# Objective
 {objective}
 
 # Steps still planned
+(new steps are numbered from {next})
 {plan}
 
-# Steps already done, with their results
-{executed_steps}
-
-# Task list
-{tasks}{repeated}
-
-Steps of a new plan are numbered from {next}."""
+# Steps done, with their results
+{executed_steps}{tasks}{repeated}"""
 
 REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When the results meet \
 it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \
 given below: tool steps (with figures from the results, or "$N") and text steps. A failed step \
-fails again unless changed; a response after failures gives what the results allow and says what \
-could not be done.{computing}"""
+fails again unless changed.{computing}"""
 """What the replanner is asked when the run offers tool steps (`REPLANNER` otherwise)."""
 
 REPLANNER_COMPUTING = """ Work out no figure yourself: plan a tool step of {tools} on the results \
@@ -53,7 +47,7 @@ below. Planning one of them once more ends the run as making no progress: plan o
 missing, or respond.
 {steps}"""
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
-RESPOND_RESPONSE = "The complete answer for the user."
+RESPOND_RESPONSE = "The complete answer for the user, saying plainly what could not be done."
 RESPOND_NOTE = "One short sentence saying that the objective is met."
 
 REPLANNER_EARLIER = """

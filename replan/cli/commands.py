@@ -13,7 +13,7 @@ import argparse
 from replan.cli.outcome import report
 from replan.cli.output import CliError, ExitCode, one_line, say
 from replan.cli.review import review_from_flags
-from replan.cli.run_settings import run_context
+from replan.cli.run_settings import cli_context
 from replan.cli.stored_runs import (
     cmd_show,
     cmd_threads,
@@ -22,7 +22,11 @@ from replan.cli.stored_runs import (
     stored_snapshot,
 )
 from replan.cli.summary import is_finished, run_status
-from replan.graphs.persistence import DatabaseUnavailableError, open_checkpointer
+from replan.graphs.persistence import (
+    DatabaseUnavailableError,
+    open_checkpointer,
+    saved_settings,
+)
 
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
@@ -40,13 +44,14 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
         snapshot = await stored_snapshot(saver, args)
         stored = dict(snapshot.metadata or {})
         args.resume_hint = resume_hint(args)
-        context = run_context(args, stored)
-        review = review_from_flags(args)
-        if review is not None and not snapshot.interrupts:
+        context = cli_context(args, saved_settings(snapshot.values, stored))
+        answers = args.approve or args.reject is not None or bool(args.edit_plan)
+        if answers and not snapshot.interrupts:
             ended = " (it has ended)" if is_finished(snapshot) else ""
             raise CliError(
                 ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval{ended}"
             )
+        review = review_from_flags(args)
         if is_finished(snapshot):
             say(f"Thread {args.thread_id} has already ended ({run_status(snapshot).text()}):")
             return report(args, snapshot, None)

@@ -19,10 +19,10 @@ from rich.console import Console
 
 from replan.cli.display import TICK_SECONDS, Display, LiveDisplay, NullDisplay, PlainDisplay
 from replan.cli.outcome import report
-from replan.cli.output import ExitCode
+from replan.cli.output import ExitCode, say
 from replan.cli.pricing import run_pricing
 from replan.cli.progress import ProgressPrinter
-from replan.cli.review import ask_review
+from replan.cli.review import ask_review, refused_because
 from replan.cli.stored_runs import resume_hint
 from replan.graphs.context import Context
 from replan.graphs.errors import ReplanError
@@ -107,11 +107,14 @@ async def drive(run: Run, payload: Any, carried: Mapping[str, Any] | None = None
             snapshot = await run.graph.aget_state(run.config)
             if not snapshot.interrupts or not sys.stdin.isatty():
                 break
-            answer = ask_review(reviewed_steps(snapshot.interrupts[0].value))
+            value = snapshot.interrupts[0].value
+            answer = ask_review(reviewed_steps(value), refused_because(value))
             if answer is None:
                 break
             payload = Command(resume=answer)
     except (ReplanError, openai.APIError) as exc:
         failure = exc
         snapshot = await run.graph.aget_state(run.config)  # as the failure left it
+    if snapshot.interrupts and (reason := refused_because(snapshot.interrupts[0].value)):
+        say(f"replan: the edited plan was not taken: {reason}")
     return report(run.args, snapshot, failure)

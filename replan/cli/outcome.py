@@ -19,8 +19,7 @@ def report(
 ) -> ExitCode:
     """Say how the run stands; `failure` is an error the run stopped with that its checkpoint
     does not show."""
-    summary = summarize(args.thread_id, snapshot, failure)
-    status = summary["status"]
+    status = "failed" if failure is not None else run_status(snapshot).state
     if failure is not None:
         say(f"replan: {one_line(str(failure))}")
         say(f"The run is saved; continue it with: {resume_hint(args)}")
@@ -46,7 +45,8 @@ def report(
         say(f"The run is saved; continue it with: {resume_hint(args)}")
         code = ExitCode.FAILED
     if args.json:
+        summary = summarize(args.thread_id, snapshot, failure)
         emit(json.dumps(summary, ensure_ascii=False, indent=2))
     elif status in ("finished", "not_finished", "rejected"):
-        emit(summary["response"])
+        emit(str(snapshot.values.get("response", "")))
     return code

@@ -122,6 +122,8 @@ class ProgressPrinter:
         """The run writes its answer after the replanner responds (`Context.answer`)."""
         self.stopped = ""
         """Why the replanner stopped the run short ("" while it has not)."""
+        self.retried: dict[str, str] = {}
+        """The reason of the last model retry shown, by the lane key it was shown in."""
 
     def note(self, text: str) -> None:
         """A line about the whole run (e.g. a hint from the command)."""
@@ -164,18 +166,25 @@ class ProgressPrinter:
         self.display.tick(self._open(), self.clock())
 
     def model_retry(self, retry: ModelRetry) -> None:
-        """A model request of a node is about to be sent again (`model_retries_reported`)."""
+        """A model request of a node is about to be sent again (`model_retries_reported`): one
+        line, unless the retry before it, in the same place, was for the same reason (the
+        waiting notices go on meanwhile)."""
+        key = retry.namespace.split("|")[0]
+        lane = self.lanes.get(key)
+        if lane is not None:
+            lane.waiting_since = None
+            lane.wait_for_model(self.clock())
+        if self.retried.get(key) == retry.reason and retry.retry > 1:
+            return
+        self.retried[key] = retry.reason
         text = (
-            f"{retry.reason}, retrying in {retry.seconds:.2g} s "
+            f"model: {retry.reason}, retrying in {retry.seconds:.2g} s "
             f"(retry {retry.retry} of {retry.retries})"
         )
-        lane = self.lanes.get(retry.namespace.split("|")[0])
         if lane is None:
-            self.display.note(f"model: {text}")
+            self.display.note(text)
         else:
-            lane.waiting_since = None
-            self.display.event(lane, f"model: {text}", self._open())
-            lane.wait_for_model(self.clock())
+            self.display.event(lane, text, self._open())
 
     def _text_calls(self, event: dict[str, Any]) -> None:
         """Tool calls were read from the text of a reply (`replan.graphs.model.text_calls`)."""
@@ -215,9 +224,8 @@ class ProgressPrinter:
         if lane is None:
             return
         elapsed = f"{self.clock() - lane.started:.1f} s"
-        if chunk.get("error"):
-            error = first_line(str(chunk["error"]), RESULT_CHARS)
-            text = f"{lane.label.capitalize()} failed after {elapsed}: {error}"
+        if chunk.get("error"):  # the run's last line says why
+            text = f"{lane.label.capitalize()} failed after {elapsed}."
         elif chunk["name"] == "executor":
             done = (chunk.get("result") or {}).get("executed_steps") or [{"result": ""}]
             text = _step_line(done[-1], elapsed=elapsed)

@@ -1,46 +1,37 @@
-"""A run's settings on the command line: the `Context` a run or resume uses (options given now,
-else those the run started with) and what the run stores of them (its `--tools` reference
-too), so that `resume` continues it the same way."""
+"""A run's settings on the command line: the `Context` a run, follow-up or resume uses (the
+run's saved settings, changed by the options given now), and its errors in the options' names."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from replan.cli.output import CliError, ExitCode
-from replan.graphs.context import Context
-from replan.graphs.persistence import stored_settings
+from replan.graphs.context import SETTING_NAMES, Context, settled
 
-PRICES_TOGETHER = "--price-in and --price-out go together: give both"
-"""The usage error of one price given alone (where the run has none of its own)."""
-TOOLS_SETTING = "tools"
-"""The key of a run's stored settings that holds its `--tools` reference (absolute file path)."""
+_FIELD = re.compile(r"\b(" + "|".join(sorted(n for n in SETTING_NAMES if "_" in n)) + r")\b")
+"""A `Context` field name of two words or more in a message (one-word names are words too)."""
 
 
-def run_context(args: argparse.Namespace, stored: dict[str, Any]) -> Context:
-    """The run's settings: options given now, else those in the checkpoint metadata `stored`."""
-    names = {f.name for f in fields(Context)}
-    before = stored_settings(stored) or {}
-    settings = {key: value for key, value in before.items() if key in names}
-    settings.update(
-        {key: value for key in names if (value := getattr(args, key, None)) is not None}
-    )
-    if (settings.get("price_in") is None) != (settings.get("price_out") is None):
-        raise CliError(ExitCode.USAGE, PRICES_TOGETHER)
+def as_options(message: str) -> str:
+    """`message` with the `Context` fields it names written as the command's options
+    (`price_in` → `--price-in`)."""
+    return _FIELD.sub(lambda match: "--" + match[1].replace("_", "-"), message)
+
+
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The run settings the command line gives now (options left out are not given)."""
+    return {
+        name: value for name in SETTING_NAMES if (value := getattr(args, name, None)) is not None
+    }
+
+
+def cli_context(args: argparse.Namespace, saved: Mapping[str, Any] | None) -> Context:
+    """The run's settings: its `saved` ones (None for a new thread), changed by the options
+    given now; a usage error, in the options' names, for settings no run could use."""
     try:
-        return Context(**settings)
+        return settled(saved, given_settings(args))
     except (TypeError, ValueError) as exc:
-        raise CliError(ExitCode.USAGE, f"bad run settings: {exc}") from None
-
-
-def stored_tools(stored: dict[str, Any]) -> str | None:
-    """The `--tools` reference a run stored in its checkpoint metadata `stored`, if any."""
-    reference = (stored_settings(stored) or {}).get(TOOLS_SETTING)
-    return None if reference is None else str(reference)
-
-
-def settings_to_store(context: Context, tools_reference: str | None) -> dict[str, Any]:
-    """What a run stores as its settings: the context's, and its `--tools` reference."""
-    settings = context.settings()
-    return settings if tools_reference is None else {**settings, TOOLS_SETTING: tools_reference}
+        raise CliError(ExitCode.USAGE, as_options(str(exc))) from None

@@ -18,7 +18,7 @@ from langgraph.types import Command, StateSnapshot
 
 from replan.cli.driving import Run, drive
 from replan.cli.output import CliError, ExitCode, say
-from replan.cli.run_settings import run_context, settings_to_store, stored_tools
+from replan.cli.run_settings import cli_context
 from replan.cli.stored_runs import reading_graph, resume_hint, thread_config
 from replan.cli.summary import is_finished, run_status
 from replan.cli.tool_loading import (
@@ -37,6 +37,8 @@ from replan.graphs.persistence import (
     database_exists,
     open_checkpointer,
     run_metadata,
+    saved_settings,
+    stored_tools,
 )
 from replan.graphs.plan_execute import build_plan_execute_graph
 
@@ -87,13 +89,16 @@ def _require_model_access() -> None:
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
     """Start a new run of the objective on a fresh thread id, or a follow-up turn on a thread
-    whose last turn ended (with the thread's settings and tools, options given now overriding
-    them); a run that is refused before it could start (no API key) stores nothing."""
+    whose last turn ended or failed (the failed turn is kept as superseded), with the thread's
+    settings and tools, options given now overriding them; a run that is refused before it
+    could start (no API key) stores nothing."""
     metadata, snapshot = await _thread_so_far(args)
-    context = run_context(args, metadata)
+    context = cli_context(
+        args, None if snapshot is None else saved_settings(snapshot.values, metadata)
+    )
     turn = 1
     if snapshot is not None:
-        if not is_finished(snapshot):
+        if not is_finished(snapshot) and run_status(snapshot).state != "failed":
             raise CliError(
                 ExitCode.USAGE,
                 f"thread {args.thread_id} has not ended ({run_status(snapshot).text()}): "
@@ -104,9 +109,9 @@ async def cmd_run(args: argparse.Namespace) -> ExitCode:
     _require_model_access()
     tools, reference = _tools(args, metadata)
     started = metadata.get(STARTED_KEY) if snapshot is not None else _now()
-    settings = run_metadata(settings_to_store(context, reference), started)
+    stored = run_metadata(reference, started)
     async with open_checkpointer(args.db) as saver:
-        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, settings))
+        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, stored))
         follow_up = f", turn {turn}" if turn > 1 else ""
         run.announce = f"Thread {args.thread_id}{follow_up} (resume with: {resume_hint(args)})"
         return await drive(run, {"messages": [HumanMessage(args.objective_text)]})
@@ -137,7 +142,7 @@ async def continue_run(
     _require_model_access()
     tools, reference = _tools(args, stored)  # loaded only for a run that goes on
     context = _with_stored_mode(context, snapshot)
-    metadata = run_metadata(settings_to_store(context, reference), stored.get(STARTED_KEY))
+    metadata = run_metadata(reference, stored.get(STARTED_KEY))
     run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, metadata))
     if not args.quiet:
         say(f"Resuming thread {args.thread_id} ({run_status(snapshot).text()})")

@@ -22,9 +22,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from replan.cli.output import CliError, ExitCode, emit, say
-from replan.cli.run_settings import PRICES_TOGETHER
-from replan.cli.summary import describe_run, summarize, threads_table
-from replan.graphs.context import Context
+from replan.cli.run_settings import as_options
+from replan.cli.summary import cli_start, describe_run, summarize, threads_table
+from replan.graphs.context import Context, check_prices
 from replan.graphs.graph_state import (
     NODES,
     START_TURN,
@@ -71,6 +71,11 @@ def resume_hint(args: argparse.Namespace) -> str:
     return f"replan resume --thread-id {args.thread_id}{db}"
 
 
+def review_hint(args: argparse.Namespace) -> str:
+    """The commands that answer the plan waiting for approval in the run `args` name."""
+    return f"{resume_hint(args)} --approve | --reject [REASON] | --edit-plan STEP ..."
+
+
 def require_db(args: argparse.Namespace) -> None:
     """Refuse a SQLite file that does not exist (NO_SUCH_RUN): reading never creates one."""
     if not database_exists(args.db):
@@ -91,12 +96,27 @@ async def stored_snapshot(
     return snapshot
 
 
+async def run_start(
+    saver: BaseCheckpointSaver[str], thread_id: str, snapshot: StateSnapshot
+) -> str | None:
+    """When the run `snapshot` shows started: the time the CLI stored with it, else (a run
+    started by the library or a server) when its thread's first checkpoint was saved (the first
+    input's, which LangGraph numbers step -1)."""
+    if stored := cli_start(snapshot):
+        return stored
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    first = [saved async for saved in saver.alist(config, filter={"step": -1}, limit=1)]
+    return first[0].checkpoint["ts"] if first else None
+
+
 def _given_prices(args: argparse.Namespace) -> dict[str, float] | None:
     """`--price-in` and `--price-out` of `show` (both or neither)."""
-    if args.price_in is None and args.price_out is None:
+    try:
+        check_prices(args.price_in, args.price_out)
+    except ValueError as exc:
+        raise CliError(ExitCode.USAGE, as_options(str(exc))) from None
+    if args.price_in is None:
         return None
-    if args.price_in is None or args.price_out is None:
-        raise CliError(ExitCode.USAGE, PRICES_TOGETHER)
     return {"price_in": args.price_in, "price_out": args.price_out}
 
 
@@ -107,11 +127,13 @@ async def cmd_show(args: argparse.Namespace) -> ExitCode:
     require_db(args)
     async with open_checkpointer(args.db, read_only=True) as saver:
         snapshot = await stored_snapshot(saver, args)
+        started = await run_start(saver, args.thread_id, snapshot)
     if args.json:
-        summary = summarize(args.thread_id, snapshot, prices=prices)
+        summary = summarize(args.thread_id, snapshot, prices=prices, started_at=started)
         emit(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
-        emit(describe_run(args.thread_id, snapshot, prices))
+        hint = review_hint(args)
+        emit(describe_run(args.thread_id, snapshot, prices, started_at=started, answer_with=hint))
     return ExitCode.OK
 
 
@@ -130,9 +152,14 @@ async def cmd_threads(args: argparse.Namespace) -> ExitCode:
             (thread_id, await graph.aget_state(thread_config(thread_id)))
             for thread_id in await stored_thread_ids(saver)
         ]
-    if args.json:
-        summaries = [summarize(thread_id, snapshot) for thread_id, snapshot in runs]
-        emit(json.dumps(summaries, ensure_ascii=False, indent=2))
-    else:
-        emit(threads_table(runs))
+        if args.json:
+            summaries = [
+                summarize(
+                    thread_id, snapshot, started_at=await run_start(saver, thread_id, snapshot)
+                )
+                for thread_id, snapshot in runs
+            ]
+            emit(json.dumps(summaries, ensure_ascii=False, indent=2))
+            return ExitCode.OK
+    emit(threads_table(runs))
     return ExitCode.OK

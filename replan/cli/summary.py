@@ -1,7 +1,7 @@
 """What a stored run is: its status, a summary for scripts (`--json`) and reports for people.
 
-Everything here reads a `StateSnapshot` (plus the settings the CLI stored in its checkpoint
-metadata); nothing talks to a model or writes.
+Everything here reads a `StateSnapshot` (its values, with the run's settings, and the metadata
+the CLI stored: `--tools` reference, start time); nothing talks to a model or writes.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from langgraph.types import StateSnapshot
-
-from replan.cli.output import SNIPPET_CHARS
+from replan.cli.output import SNIPPET_CHARS, one_line
 from replan.cli.pricing import Pricing, run_pricing
 from replan.cli.usage_report import tally_json, usage_report, usage_summary
 from replan.graphs.context import Bounds
 from replan.graphs.conversation import turn_objective
+from replan.graphs.errors import InvalidInputError
 from replan.graphs.graph_state import (
     DecisionFallback,
     PlanExecuteState,
@@ -27,17 +26,22 @@ from replan.graphs.graph_state import (
     effective_mode,
     review_summary,
 )
-from replan.graphs.persistence import STARTED_KEY, stored_settings
+from replan.graphs.persistence import STARTED_KEY, saved_settings, stored_tools
 from replan.graphs.plan.scheduling import steps_left
 from replan.graphs.plan.tool_steps import first_line
 from replan.graphs.plan.views import format_executed_steps, format_plan
 from replan.state import TaskContext, format_task_list
 from replan.state.usage import tally_text, total_tally
 
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
 State = Literal[
     "finished", "not_finished", "rejected", "waiting_for_approval", "failed", "interrupted"
 ]
 _EXCEPTION_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
+INPUT_ERROR = InvalidInputError.__name__
+"""The error of a run given input it cannot work on: the input failed, not the node."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ class RunError:
         """`message (Type)`, as people read it."""
         return f"{self.message} ({self.type})" if self.type else self.message
 
+    def reason(self) -> str:
+        """The message's first clause, on one line: an `InvalidInputError` says what is wrong
+        with the input, then after ": " how to give it."""
+        return one_line(self.message.partition(": ")[0])
+
 
 @dataclass(frozen=True)
 class Status:
@@ -83,10 +92,12 @@ class Status:
 
     def text(self) -> str:
         """finished / not finished (reason) / rejected / waiting for approval / failed at X /
-        interrupted at X (or after X)."""
+        failed: REASON (its input refused, `RunError.reason`) / interrupted at X (or after X)."""
         words = self.state.replace("_", " ")
         if self.stop_reason and self.state == "not_finished":
             return f"{words} ({self.stop_reason})"
+        if self.errors and all(error.type == INPUT_ERROR for error in self.errors):
+            return f"{words}: {self.errors[0].reason()}"
         if self.nodes:
             return f"{words} {'after' if self.after else 'at'} {', '.join(self.nodes)}"
         return words
@@ -119,7 +130,9 @@ def run_status(snapshot: StateSnapshot) -> Status:
     return Status("interrupted", tuple(task.name for task in snapshot.tasks), after=True)
 
 
-def _started_at(snapshot: StateSnapshot) -> str | None:
+def cli_start(snapshot: StateSnapshot) -> str | None:
+    """When the CLI started the run (the time it stores in the run's checkpoint metadata); None
+    for a run started elsewhere (the library, a server)."""
     stored = (snapshot.metadata or {}).get(STARTED_KEY)
     return str(stored) if stored else None
 
@@ -129,9 +142,11 @@ def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
     unset is the graph's default (the CLI builds its graph with the defaults), and the decision
     mode is the one the run now asks in (the checkpoints written before a fallback still name
     the mode it started with)."""
-    settings = stored_settings(snapshot.metadata)
+    settings = saved_settings(snapshot.values, snapshot.metadata)
     if not settings:
         return settings
+    if (tools := stored_tools(snapshot.metadata)) is not None:
+        settings["tools"] = tools
     defaults = Bounds()
     for bound in fields(Bounds):
         if bound.name in settings and settings[bound.name] is None:
@@ -162,7 +177,8 @@ def _tasks(snapshot: StateSnapshot) -> TaskContext:
 def run_prices(snapshot: StateSnapshot, given: Mapping[str, float] | None = None) -> Pricing | None:
     """The price for the run's cost: `given` (`price_in`, `price_out` from the command line),
     else the run's stored settings (its own prices, or its model's list price)."""
-    return run_pricing({**(stored_settings(snapshot.metadata) or {}), **(given or {})})
+    saved = saved_settings(snapshot.values, snapshot.metadata) or {}
+    return run_pricing({**saved, **(given or {})})
 
 
 def summarize(
@@ -170,11 +186,14 @@ def summarize(
     snapshot: StateSnapshot,
     failure: Exception | None = None,
     prices: Mapping[str, float] | None = None,
+    *,
+    started_at: str | None = None,
 ) -> dict[str, Any]:
     """The run as one JSON-ready document, keyed by the state's own names.
 
     `failure` is an error the caller saw that the checkpoint does not show (then the run is
-    reported failed with it); `prices` (`price_in`, `price_out`) override the run's own.
+    reported failed with it); `prices` (`price_in`, `price_out`) override the run's own;
+    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`).
     """
     values = cast(PlanExecuteState, snapshot.values)
     status = run_status(snapshot)
@@ -204,7 +223,7 @@ def summarize(
         "error": errors[0] if errors else None,
         "settings": run_settings(snapshot),
         "decision_mode": values.get("decision_mode"),
-        "started_at": _started_at(snapshot),
+        "started_at": started_at or cli_start(snapshot),
         "updated_at": snapshot.created_at,
     }
 
@@ -221,16 +240,24 @@ def local_time(timestamp: str | None) -> str:
 
 
 def describe_run(
-    thread_id: str, snapshot: StateSnapshot, prices: Mapping[str, float] | None = None
+    thread_id: str,
+    snapshot: StateSnapshot,
+    prices: Mapping[str, float] | None = None,
+    *,
+    started_at: str | None = None,
+    answer_with: str = "",
 ) -> str:
     """A multi-line report of a stored run: status (and why it failed), times, settings,
-    objective, steps, plan, tasks, model usage (and cost, see `run_prices`) and answer."""
+    objective, steps, plan, tasks, model usage (and cost, see `run_prices`) and answer; for a
+    plan waiting for approval, the review's question (which says why the last answer was
+    refused) and `answer_with`, the commands that answer it (`stored_runs.review_hint`).
+    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`)."""
     values = cast(PlanExecuteState, snapshot.values)
     status = run_status(snapshot)
     parts = [f"Thread: {thread_id}", f"Status: {status.text()}"]
     parts += [f"Error: {error.text()}" for error in status.errors]
     parts += [
-        f"Started: {local_time(_started_at(snapshot))}",
+        f"Started: {local_time(started_at or cli_start(snapshot))}",
         f"Updated: {local_time(snapshot.created_at)}",
     ]
     if settings := run_settings(snapshot):
@@ -261,6 +288,11 @@ def describe_run(
     if values.get("response"):
         title = "Answer" if status.state == "finished" else "Report"
         parts.append(f"{title}:\n{_indent(values['response'])}")
+    if status.state == "waiting_for_approval":
+        if question := review_summary(snapshot.interrupts[0].value)["question"]:
+            parts.append(f"Review question:\n{_indent(question)}")
+        if answer_with:
+            parts.append(f"Answer with: {answer_with}")
     return "\n".join(parts)
 
 

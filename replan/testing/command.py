@@ -4,15 +4,19 @@ By default it answers as a cooperative model (`replan.testing.cooperative.respon
 check`'s probes, and replan's runs); `--preset` makes it depart from the OpenAI API as that
 local server does (`replan.testing.quirks.PRESETS`), `--responder module:function` answers with
 another responder. It says on stdout where it listens (and writes the port to `--port-file`).
+A bad option, or a port it cannot listen on (taken, or not allowed), is a usage error: one line
+on stderr and exit code 2, as `replan`'s own usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import signal
 import threading
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from replan.testing.quirks import PRESETS, Quirks
@@ -20,6 +24,8 @@ from replan.testing.replies import MODEL_ID, Responder
 from replan.testing.server import ScriptedOpenAIServer
 
 DEFAULT_RESPONDER = "replan.testing.cooperative:respond"
+USAGE_ERROR = 2
+"""The exit code of a bad option or a port it cannot listen on (argparse's, as `replan`'s)."""
 
 
 def _responder(spec: str) -> Responder:
@@ -32,6 +38,13 @@ def _responder(spec: str) -> Responder:
     return responder
 
 
+def _port(value: str) -> int:
+    """A `--port`: a TCP port number, 0 for a free one."""
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port (0 to 65535)")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The options of `python -m replan.testing`."""
     parser = argparse.ArgumentParser(
@@ -39,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A scripted OpenAI-compatible chat server on 127.0.0.1, for offline runs "
         "and tests; it serves until SIGTERM or Ctrl-C.",
     )
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: free)")
+    parser.add_argument("--port", type=_port, default=0, help="port to listen on (default: free)")
     parser.add_argument("--port-file", type=Path, help="write the port here once listening")
     parser.add_argument(
         "--preset",
@@ -60,11 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve until SIGTERM/SIGINT; say where once listening (and write the port to
     `--port-file`)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     quirks = PRESETS[args.preset] if args.preset else Quirks()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with ScriptedOpenAIServer(args.responder, port=args.port, quirks=quirks) as server:
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(
+                ScriptedOpenAIServer(args.responder, port=args.port, quirks=quirks)
+            )
+        except OSError as exc:
+            why = "is taken" if exc.errno == errno.EADDRINUSE else "cannot be used"
+            parser.exit(USAGE_ERROR, f"{parser.prog}: port {args.port} {why}: {exc.strerror}\n")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         if args.port_file is not None:
             tmp = args.port_file.with_suffix(".tmp")
             tmp.write_text(str(server.port))

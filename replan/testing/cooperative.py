@@ -3,7 +3,8 @@
 call, two in one reply, a `plan`, a `respond`, a count to 20), and every other request as
 replan's scripted model (`replan.testing.plan_script.respond`). The server's `Quirks` then
 reshape its replies as the server they imitate would, so `replan check` reports there what it
-reports on that server."""
+reports on that server. Like the scripted model, it carries out a plan a reviewer edited and
+answers an agent that has replan as its tool."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from replan.cli import probes
 from replan.testing import plan_script
 from replan.testing.replies import Reply, text, tool_call, tool_calls
-from replan.testing.requests import message_text
+from replan.testing.requests import last_user_text
 
 PLAN_STEP = "Look up the time in Paris"
 """The step of its answer to the `plan` probe."""
@@ -22,15 +23,11 @@ COUNT = " ".join(str(n) for n in range(1, 21))
 """Its answer to the streamed probe."""
 
 
-def _asked(request: dict[str, Any]) -> str:
-    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    return message_text(users[-1]) if users else ""
-
-
 def respond(request: dict[str, Any]) -> Reply:
     """The reply a cooperative model gives to `request`: a probe's answer, else the scripted
     model's."""
-    asked = _asked(request).split("\n\n")[0]  # a note asking for the decision's form follows
+    # A note asking for the decision's form may follow what is asked.
+    asked = last_user_text(request).split("\n\n")[0]
     if asked == probes.CHECK_PLAIN:
         return text("OK")
     if asked == probes.CHECK_ONE_CALL:

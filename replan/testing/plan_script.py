@@ -16,6 +16,13 @@
 - executor — anything else: a text result carrying the marker ``RESULT i/N`` for the first step
   named in the prompt without one (`Script(result_chars=...)` pads results to a length).
 
+A plan with other steps (a reviewer's edit) runs too: the executor carries out whatever step
+its briefing ends with (`CARRIED_OUT` and the step's text), the replanner plans again the steps
+its briefing lists as still planned and responds, with the results listed, once none is. A
+request of no role of the graph (an agent that has replan as its tool, a plain chat) gets its
+first tool called with its request, then an answer from the tools' results (`DONE`); with no
+tool, an answer at once. `classify` gives both the executor's role with no step number.
+
 A decision asked for in another mode (a JSON reply, or one `decide` tool) is recognised by the
 fields it asks for; the scripted server turns the scripted call into what was asked.
 
@@ -30,18 +37,22 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 
 from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.testing.replies import Reply, Responder, text, tool_call
 from replan.testing.requests import (
     asked_fields,
+    executor_step,
     first_param,
     forced_tool,
     is_answer_request,
     is_direct_answer,
+    last_user_text,
     message_text,
     objective,
+    planned_steps,
     prompt_text,
     tool_names,
 )
@@ -52,9 +63,18 @@ _RESULT = re.compile(r"RESULT (\d+)/(\d+)")
 _EARLIER = re.compile(r"Earlier in this conversation:.*?(?=\n# |\Z)", re.S)
 """What a follow-up's replanner is shown of earlier turns (their answers repeat markers)."""
 _STEP_COUNT = re.compile(r"\bin (\d+) (parallel |diamond )?steps\b", re.IGNORECASE)
+_LISTED = re.compile(r"^\d+\. (.*)\n {3}Result: (.*)$", re.M)
+"""A step with its result (the first line of it), as replan's briefings list the steps done."""
 ROLES = ("planner", "executor", "replanner", "answer")
 DIRECT_ANSWER = "Answered at once:"
 """How the scripted answer of a run with no tools starts (followed by the request's words)."""
+CARRIED_OUT = "Carried out:"
+"""How the result of a step not named "Step i of N" starts (followed by the step's text)."""
+RESULTS = "Results:"
+"""How the answer to a plan of other steps starts (followed by the results, `; ` between)."""
+DONE = "Done:"
+"""How the answer to an agent's request starts once its tools answered (followed by what they
+returned)."""
 FILLER = " The details of this step are written out here at length."
 
 
@@ -129,10 +149,32 @@ def first_plan(request: dict[str, Any]) -> list[Any]:
     return plan_items(goal, range(1, total + 1), total, topic)
 
 
+def _listed(prompt: str) -> list[tuple[str, str]]:
+    """The steps the prompt lists as done in this turn, each with the first line of its result."""
+    return _LISTED.findall(_EARLIER.sub("", prompt))
+
+
+def _scripted(steps: list[str]) -> bool:
+    """Whether every one of `steps` is named "Step i of N [topic]" (followed by its markers)."""
+    return all(_STEP.fullmatch(step) for step in steps)
+
+
+def results_answer(listed: list[tuple[str, str]]) -> str:
+    """The answer to a plan of other steps than "Step i of N": `RESULTS` and every result."""
+    return f"{RESULTS} {'; '.join(result for _, result in listed)}"
+
+
 def replan(request: dict[str, Any]) -> list[Any] | str | None:
     """The replanner's decision: the steps still to do, or the final answer once all are (None
-    when the prompt names no step)."""
+    when the prompt names no step). A plan with other steps than "Step i of N" is followed from
+    the briefing: the steps it lists as still planned, word for word, else the answer."""
     prompt = prompt_text(request)
+    planned = planned_steps(request)
+    if planned is not None:
+        listed = _listed(prompt)
+        texts = [item if isinstance(item, str) else item["step"] for item in planned]
+        if not _scripted(texts + [step for step, _ in listed]):
+            return planned or results_answer(listed)
     shape = _plan_shape(prompt)
     if shape is None:
         return None
@@ -152,30 +194,57 @@ def final_answer(total: int, topic: str, done: set[int]) -> str:
     return f"{len(done)} of {total} steps of [{topic}] are done: {results}"
 
 
+def answered_at_once(asked: str) -> str:
+    """The answer to a request with nothing to carry out: `DIRECT_ANSWER` and its first words."""
+    return f"{DIRECT_ANSWER} {' '.join(asked.split()[:8])}"
+
+
 def answer(request: dict[str, Any]) -> str:
     """The plain-text final answer, from the results the request shows (a run with no tools,
     answered at once: `DIRECT_ANSWER` and the objective's first words)."""
     if is_direct_answer(request):
-        users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-        asked = message_text(users[-1]).removesuffix(DEFAULT_PROMPTS.answer_direct)
-        return f"{DIRECT_ANSWER} {' '.join(asked.split()[:8])}"
+        return answered_at_once(last_user_text(request).removesuffix(DEFAULT_PROMPTS.answer_direct))
     prompt = prompt_text(request)
     shape = _plan_shape(prompt)
-    if shape is None:
-        return "scripted answer: no step found in the prompt"
+    listed = _listed(prompt)
+    if shape is None or not _scripted([step for step, _ in listed]):
+        return results_answer(listed) if listed else "scripted answer: no step found in the prompt"
     return final_answer(shape[0], shape[1], _done(prompt))
 
 
 def step_result(request: dict[str, Any], result_chars: int = 0) -> str:
-    """The executor's report on the step it runs, padded to `result_chars`."""
+    """The executor's report on the step it runs, padded to `result_chars`: ``RESULT i/N`` for
+    "Step i of N", `CARRIED_OUT` and the text for any other step its briefing ends with."""
     call = classify(request)
     shape = _plan_shape(prompt_text(request))
-    if call.step is None or shape is None:
+    step = executor_step(request)
+    if call.step is not None and shape is not None:
+        result = f"Executed step {call.step}: RESULT {call.step}/{shape[0]}"
+    elif step is not None:
+        result = f"{CARRIED_OUT} {step}"
+    else:
         return "scripted executor: no pending step found in the prompt"
-    result = f"Executed step {call.step}: RESULT {call.step}/{shape[0]}"
     while len(result) < result_chars:
         result += FILLER
     return result
+
+
+def agent_reply(request: dict[str, Any]) -> Reply:
+    """The reply to a request of no role of replan's graph (an agent that has replan as its
+    tool, a plain chat): a call of its first tool with the request's text, then `DONE` and what
+    the tools returned; with no tool, an answer at once."""
+    messages = request.get("messages") or []
+    returned = [
+        message_text(m) for m in takewhile(lambda m: m.get("role") == "tool", messages[::-1])
+    ]
+    if returned:
+        return text(f"{DONE} {'; '.join(reversed(returned))}")
+    asked = last_user_text(request)
+    names = tool_names(request)
+    if not names:
+        return text(answered_at_once(asked))
+    key = first_param(request, names[0], "")
+    return tool_call(names[0], {key: asked} if key else {})
 
 
 @dataclass(frozen=True)
@@ -198,6 +267,8 @@ class Script:
             return tool_call("plan", {first_param(request, "plan", "steps"): decision})
         if call.role == "answer":
             return text(answer(request))
+        if call.step is None and executor_step(request) is None:
+            return agent_reply(request)
         return text(step_result(request, self.result_chars))
 
 

@@ -1,8 +1,10 @@
 """Readers of a chat completion request as the scripted server receives it (a JSON dict), for
-responders: its text, the tools it offers or forces, the fields a decision asks for."""
+responders: its text, the tools it offers or forces, the fields a decision asks for, and what
+replan's briefings say (the objective, the executor's step, the steps still planned)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from replan.graphs.prompts import DEFAULT_PROMPTS
@@ -19,6 +21,12 @@ def message_text(message: dict[str, Any]) -> str:
 def prompt_text(request: dict[str, Any]) -> str:
     """Every message text of `request`, joined."""
     return "\n".join(message_text(m) for m in request.get("messages", []))
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    """The text of the request's last user message ("" without one)."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    return message_text(users[-1]) if users else ""
 
 
 def tool_names(request: dict[str, Any]) -> list[str]:
@@ -103,8 +111,7 @@ def is_answer_request(request: dict[str, Any]) -> bool:
 
 def is_direct_answer(request: dict[str, Any]) -> bool:
     """Whether `request` asks for the answer of a run with no tools, from the conversation."""
-    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
-    return bool(users) and message_text(users[-1]).endswith(DEFAULT_PROMPTS.answer_direct)
+    return last_user_text(request).endswith(DEFAULT_PROMPTS.answer_direct)
 
 
 def _common_start(first: str, second: str) -> str:
@@ -119,6 +126,47 @@ PLANNER_ASKS = _common_start(DEFAULT_PROMPTS.planner, DEFAULT_PROMPTS.planner_to
 def objective(request: dict[str, Any]) -> str:
     """The objective a planner request carries: its last user message, without the planner's
     own instructions that follow it."""
-    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
-    text = message_text(users[-1]) if users else ""
-    return text.split(f"\n\n{PLANNER_ASKS}")[0]
+    return last_user_text(request).split(f"\n\n{PLANNER_ASKS}")[0]
+
+
+def _heading(template: str, placeholder: str) -> str:
+    """The heading of a briefing `template` that `{placeholder}` follows ("# Your step\n"), up to
+    a placeholder of its own ("# Steps still planned (new steps are numbered from ")."""
+    return template.split(f"{{{placeholder}}}")[0].rsplit("\n\n", 1)[-1].split("{", 1)[0]
+
+
+_STEP_HEADING = _heading(DEFAULT_PROMPTS.executor_task, "step")
+"""The heading the step follows at the end of replan's executor briefing."""
+_PLANNED_HEADING = _heading(DEFAULT_PROMPTS.replanner_task, "plan")
+"""The heading of the steps still planned in replan's replanner briefing."""
+_PLAN_LINE = re.compile(r"\d+\. (.*?)(?: \[after: (nothing|\d+(?:, \d+)*)\])?")
+
+
+def executor_step(request: dict[str, Any]) -> str | None:
+    """The step replan's executor is asked to carry out (what ends its briefing, after
+    `_STEP_HEADING`), whatever its text; None for a request with no such briefing."""
+    for message in request.get("messages") or []:
+        said = message_text(message)
+        if message.get("role") == "user" and _STEP_HEADING in said:
+            return said.rsplit(_STEP_HEADING, 1)[1]
+    return None
+
+
+def planned_steps(request: dict[str, Any]) -> list[Any] | None:
+    """The steps replan's replanner briefing lists as still planned, as the `plan` tool takes
+    them (a text, or `{"step", "depends_on"}` when the list says what a step waits for); None
+    for a request with no such list."""
+    prompt = prompt_text(request)
+    if _PLANNED_HEADING not in prompt:
+        return None
+    listing = prompt.split(_PLANNED_HEADING, 1)[1].split("\n", 1)[-1].split("\n\n", 1)[0]
+    items: list[Any] = []
+    for line in listing.splitlines():
+        if (match := _PLAN_LINE.fullmatch(line)) is None:
+            continue
+        if match[2] is None:
+            items.append(match[1])
+        else:
+            after = [] if match[2] == "nothing" else [int(n) for n in match[2].split(", ")]
+            items.append({"step": match[1], "depends_on": after})
+    return items

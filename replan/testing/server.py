@@ -1,10 +1,12 @@
 """A scripted OpenAI-compatible chat server for offline tests.
 
 `ScriptedOpenAIServer` answers `POST /v1/chat/completions` (plain JSON and `stream=true`
-server-sent events shaped like OpenAI's) and `GET /v1/models` on 127.0.0.1. Each completion
-request takes the next queued reply (`push`) or, when the queue is empty, asks the
-`responder(request_json)` callable. With neither, it answers HTTP 500 saying the script ran out,
-so a test that under-scripts fails loudly.
+server-sent events shaped like OpenAI's) and `GET /v1/models` on 127.0.0.1, and any other
+request with HTTP 404 and OpenAI's error body (`Invalid URL (POST /chat/completions)`), as a
+real server does: a base URL without `/v1` fails here too. Each completion request takes the
+next queued reply (`push`) or, when the queue is empty, asks the `responder(request_json)`
+callable. With neither, it answers HTTP 500 saying the script ran out, so a test that
+under-scripts fails loudly.
 
 Run it as its own process when a test needs the server to outlive or restart independently::
 
@@ -20,9 +22,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
+from replan.testing.background import BackgroundServer
 from replan.testing.quirks import Quirks
 from replan.testing.replies import (
     MODEL_ID,
@@ -33,6 +35,11 @@ from replan.testing.replies import (
     reported_usage,
 )
 from replan.testing.wire import completion, error_body, stream_events
+
+COMPLETIONS_PATH = "/v1/chat/completions"
+"""Where chat completions are asked for (POST), as on OpenAI's API and the servers like it."""
+MODELS_PATH = "/v1/models"
+"""Where the models are listed (GET); `replan check` reads it."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -59,19 +66,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _serves(self, path: str) -> bool:
+        """Whether the request asks for `path` (its query left out)."""
+        return self.path.partition("?")[0] == path
+
+    def _not_found(self) -> None:
+        """The 404 OpenAI's API answers a path it does not serve (or not for that method)."""
+        self._send(404, error_body(404, f"Invalid URL ({self.command} {self.path})"), {})
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
-            self._send(200, {"object": "list", "data": [model]}, {})
-        else:
-            self._send(404, error_body(404, f"no route {self.path}"), {})
+        if not self._serves(MODELS_PATH):
+            self._not_found()
+            return
+        model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
+        self._send(200, {"object": "list", "data": [model]}, {})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, error_body(404, f"no route {self.path}"), {})
+        data = self.rfile.read(length)
+        if not self._serves(COMPLETIONS_PATH):
+            self._not_found()
             return
+        body = json.loads(data or b"{}")
         reply = self.server.owner.next_reply(body)
         try:
             self._answer(body, reply)
@@ -122,7 +138,7 @@ class _Server(ThreadingHTTPServer):
 
 
 @dataclass
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(BackgroundServer):
     """An OpenAI-compatible server answering from a reply queue, then from `responder`.
 
     Use as a context manager; `port=0` picks a free port, a fixed port lets a test restart a
@@ -138,30 +154,14 @@ class ScriptedOpenAIServer:
         default_factory=list, init=False, repr=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _server: _Server | None = field(default=None, init=False, repr=False)
     prompt_cache: PromptCache = field(default_factory=PromptCache, init=False, repr=False)
     """The prompt it read last, which a request starting the same way reuses (`cached_tokens`)."""
 
-    def __enter__(self) -> ScriptedOpenAIServer:
-        self._server = _Server(self.port, self)
-        self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop serving and free the port (requests in flight are abandoned)."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+    def make_server(self) -> _Server:
+        """The server on `port` (a free one for 0, which `port` then holds)."""
+        server = _Server(self.port, self)
+        self.port = server.server_address[1]
+        return server
 
     @property
     def base_url(self) -> str:

@@ -19,8 +19,11 @@ def _call_id(reply: Reply, completion_id: str, index: int) -> dict[str, str]:
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    """An OpenAI-style error body for HTTP `status`."""
-    kind = "rate_limit_error" if status == 429 else "server_error"
+    """An OpenAI-style error body for HTTP `status` (its `type` as OpenAI gives it)."""
+    if status == 429:
+        kind = "rate_limit_error"
+    else:
+        kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 

@@ -12,12 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from replan.graphs.context import Context
-from replan.graphs.persistence import DEFAULT_DB, open_checkpointer
-from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.persistence import DEFAULT_DB
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import (
@@ -31,6 +27,7 @@ from tests.support.cli_harness import (
     start_cli,
     stored_steps,
 )
+from tests.support.killed_writes import die_after_replanner_writes
 
 pytestmark = pytest.mark.slow  # crash tests: real processes, killed mid-run
 
@@ -102,10 +99,6 @@ def test_ctrl_c_stops_with_130_and_the_run_resumes(
         assert script.executor_steps(server.requests) == [1, 1, 2]
 
 
-class Killed(Exception):
-    """Stands in for SIGKILL at one exact instant."""
-
-
 def test_a_run_killed_between_saving_writes_and_its_checkpoint_is_not_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -116,37 +109,8 @@ def test_a_run_killed_between_saving_writes_and_its_checkpoint_is_not_finished(
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
 
-        async def die_after_replanner_writes() -> None:
-            async with open_checkpointer(DEFAULT_DB) as saver:
-                save_writes, replanned = saver.aput_writes, False
-
-                async def aput_writes(config: Any, writes: Any, task_id: str, *rest: Any) -> None:
-                    nonlocal replanned
-                    channels = {channel for channel, _ in writes}
-                    replan = "plan" in channels and "response" not in channels
-                    replanned = replanned or replan
-                    await save_writes(config, writes, task_id, *rest)
-
-                async def aput(*args: Any) -> Any:
-                    if replanned:
-                        raise Killed
-                    return await AsyncSqliteSaver.aput(saver, *args)
-
-                monkeypatch.setattr(saver, "aput_writes", aput_writes)
-                monkeypatch.setattr(saver, "aput", aput)
-                graph = build_plan_execute_graph(checkpointer=saver)
-                config: RunnableConfig = {"configurable": {"thread_id": "w"}}
-                objective = {"messages": [("user", "Pending writes in 3 steps")]}
-                with pytest.raises(Killed):
-                    await graph.ainvoke(
-                        objective,
-                        config,
-                        context=Context(task_tools="compact"),
-                        durability="sync",
-                    )
-                assert (await graph.aget_state(config)).next == ()
-
-        asyncio.run(die_after_replanner_writes())
+        next_nodes = asyncio.run(die_after_replanner_writes(DEFAULT_DB, "w", monkeypatch))
+        assert next_nodes == ()
 
         shown = invoke(capsys, "show", "--thread-id", "w")
         assert "Status: interrupted after replanner" in shown.out

@@ -285,6 +285,14 @@ def test_show_and_threads_read_a_read_only_database(
         "replan: cannot open the runs database replan.sqlite: attempt to write a readonly database",
     )
     assert sorted(p.name for p in folder.iterdir()) == before
+    new_file = replan("run", "Ship it", "--db", "new.sqlite")
+    assert_error(
+        new_file,
+        ExitCode.DATABASE_UNAVAILABLE,
+        re.escape(f"replan: cannot open the runs database new.sqlite: the folder {folder} is not ")
+        + "writable, so the file cannot be created there",
+    )
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 # --- runs ---------------------------------------------------------------------------------

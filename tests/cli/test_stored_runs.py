@@ -16,14 +16,19 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 
 from replan.cli.stored_runs import reading_graph
+from replan.graphs.context import Context
+from replan.graphs.errors import InvalidInputError
 from replan.graphs.persistence import open_checkpointer, stored_thread_ids
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import Reply, ScriptedOpenAIServer, http_error
 from replan.testing import plan_script as script
-from tests.support.cli_harness import Gate, cli_env, invoke
+from tests.support.cli_harness import PLANNED, Gate, cli_env, invoke
+from tests.support.killed_writes import die_after_replanner_writes
 
 MODEL_STACK = ("openai", "langchain_openai", "replan.graphs.model.client", "replan.graphs.nodes")
 """What reading a stored run must not import."""
+TASK_TOOLS = Context(task_tools="compact")
+"""A library run's context that gives it something to plan with (as `PLANNED` does a CLI run)."""
 
 
 def _refuses_step_2(request: dict[str, Any]) -> Reply:
@@ -44,7 +49,7 @@ async def _stop_mid_wave(db: Path, gate: Gate) -> None:
 
         async def stream() -> None:
             async for mode, chunk in graph.astream(
-                objective, config, stream_mode=modes, durability="sync"
+                objective, config, stream_mode=modes, durability="sync", context=TASK_TOOLS
             ):
                 if mode == "updates" and "executor" in chunk:
                     finished.append(chunk)
@@ -61,6 +66,14 @@ async def _stop_mid_wave(db: Path, gate: Gate) -> None:
             await run
 
 
+async def _given_no_objective(db: Path) -> None:
+    """Thread `empty`: the library given no objective (its planner refuses the input)."""
+    async with open_checkpointer(db) as saver:
+        graph = build_plan_execute_graph(checkpointer=saver)
+        with pytest.raises(InvalidInputError):
+            await graph.ainvoke({"messages": []}, {"configurable": {"thread_id": "empty"}})
+
+
 @pytest.fixture
 def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """replan.sqlite in `tmp_path` (the current folder) with one run of each kind (`done` has
@@ -69,18 +82,18 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        assert invoke_quiet("run", "Done in 2 steps", "--thread-id", "done") == 0
+        assert invoke_quiet("run", *PLANNED, "Done in 2 steps", "--thread-id", "done") == 0
         assert invoke_quiet("run", "Then in 2 steps", "--thread-id", "done") == 0  # turn 2
-        assert (
-            invoke_quiet("run", "Wait in 2 steps", "--thread-id", "waiting", "--approve-plan") == 4
-        )
-        assert (
-            invoke_quiet("run", "No in 2 steps", "--thread-id", "rejected", "--approve-plan") == 4
-        )
+        waiting = ("--thread-id", "waiting", "--approve-plan")
+        assert invoke_quiet("run", *PLANNED, "Wait in 2 steps", *waiting) == 4
+        rejected = ("--thread-id", "rejected", "--approve-plan")
+        assert invoke_quiet("run", *PLANNED, "No in 2 steps", *rejected) == 4
         assert invoke_quiet("resume", "--thread-id", "rejected", "--reject", "no") == 8
+        asyncio.run(die_after_replanner_writes(tmp_path / "replan.sqlite", "killed", monkeypatch))
+        asyncio.run(_given_no_objective(tmp_path / "replan.sqlite"))
     with ScriptedOpenAIServer(_refuses_step_2) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        args = ("run", "Break in 3 steps", "--thread-id", "failed", "--max-retries", "0")
+        args = ("run", *PLANNED, "Break in 3 steps", "--thread-id", "failed", "--max-retries", "0")
         assert invoke_quiet(*args) == 3
     gate = Gate(step=2)
     with ScriptedOpenAIServer(gate) as server:
@@ -133,7 +146,9 @@ def test_every_kind_of_stored_run_reads_the_same_through_both_graphs(
         "waiting": "waiting_for_approval",
         "rejected": "rejected",
         "failed": "failed",
+        "empty": "failed",
         "stopped": "interrupted",
+        "killed": "interrupted",
     }
     for thread, (through_run, through_reading) in snapshots.items():
         assert through_run == through_reading, thread

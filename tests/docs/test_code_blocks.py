@@ -9,6 +9,7 @@ its own; `<!-- not-run: why -->` says why nothing can run it (see tests/support/
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.readme import REPO, Block, code_blocks, documents
+from tests.support.readme import REPO, Block, code_blocks, documents, python_blocks
 
 BLOCKS = [block for path in documents() for block in code_blocks(path)]
 UNMARKED = [block for block in BLOCKS if block.mark is None]
@@ -36,15 +37,48 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
         os.environ.update(saved)
 
 
+def _defined(code: str) -> set[str]:
+    """The names a block's top-level statements bind (assignments, defs, classes, imports)."""
+    names: set[str] = set()
+    for statement in ast.parse(code).body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.With | ast.For):
+            targets = statement.targets if isinstance(statement, ast.Assign) else []
+            found = [*targets, getattr(statement, "target", None)]
+            if isinstance(statement, ast.With):
+                found += [item.optional_vars for item in statement.items]
+            for target in found:
+                if target is not None:
+                    names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def _prints(code: str) -> bool:
+    """Whether a block calls `print` anywhere."""
+    return any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+        for node in ast.walk(ast.parse(code))
+    )
+
+
 @pytest.mark.parametrize("block", UNMARKED, ids=lambda block: block.name)
-def test_the_example_runs(
-    block: Block, clean_environment: None, monkeypatch: pytest.MonkeyPatch
+def test_the_example_runs_to_its_end(
+    block: Block,
+    clean_environment: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    namespace: dict[str, object] = {"__name__": "doc_example"}
     with ScriptedOpenAIServer(script.respond) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         code = compile(block.code, block.name, "exec", dont_inherit=True)
-        exec(code, {"__name__": "doc_example"})
+        exec(code, namespace)
+    assert _defined(block.code) <= namespace.keys()  # every statement ran
+    assert bool(capsys.readouterr().out.strip()) == _prints(block.code)
 
 
 @pytest.mark.parametrize(
@@ -72,3 +106,17 @@ def test_the_docs_have_examples() -> None:
         "plan-documents.md",
         "testing.md",
     }
+
+
+def test_the_readme_task_list_example_gives_the_same_list_run_again(
+    clean_environment: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its list is shared through a folder that outlives the process: a second run of the
+    example must not add the tasks again."""
+    (code,) = python_blocks("Task tools")
+    printed = []
+    for _ in range(2):
+        exec(compile(code, "README.md:task-tools", "exec", dont_inherit=True), {"__name__": "x"})
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1]
+    assert sum(line.startswith("#") for line in printed[0].splitlines()) == 2

@@ -10,6 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from replan.graphs.context import Context
+from replan.graphs.errors import InvalidInputError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from tests.support.fake_models import FakeChatModel, Mode, both_modes, plan, respond, run, text
 
@@ -165,3 +166,18 @@ def test_without_approve_plan_there_is_no_pause() -> None:
     model = FakeChatModel(planner=[plan("s")], executor=[text("r")], replanner=[respond("ok")])
     graph = build_plan_execute_graph(model, checkpointer=InMemorySaver(), task_tools="compact")
     assert run(graph, "Go", config=CONFIG, context=Context())["response"] == "ok"
+
+
+@both_modes
+def test_approval_on_a_graph_without_a_checkpointer_is_refused_before_any_model_call(
+    mode: Mode,
+) -> None:
+    """Such a pause could never be answered: LangGraph would only say so at the resume."""
+    model = FakeChatModel(planner=[plan("Ship")], executor=[text("shipped")],
+                          replanner=[respond("Shipped.")])  # fmt: skip
+    graph = build_plan_execute_graph(model, task_tools="compact")  # no checkpointer
+
+    with pytest.raises(InvalidInputError, match="approve_plan pauses the run"):
+        run(graph, "Ship it", mode, context=Context(approve_plan=True))
+    assert model.requests == []
+    assert run(graph, "Ship it", mode, context=Context())["response"] == "Shipped."

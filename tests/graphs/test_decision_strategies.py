@@ -31,11 +31,23 @@ def test_refusals_fall_back_through_the_modes_in_their_declared_order() -> None:
     assert fallbacks_after(DECISION_MODES[-1]) == [DECISION_MODES[-1]]
 
 
-def test_replan_check_probes_what_each_strategy_declares() -> None:
-    assert {mode: [name for name, _ in way.probes] for mode, way in STRATEGIES.items()} == {
-        mode: list(names) for mode, names in MODE_PROBES.items()
+def test_replan_check_probes_the_requests_each_mode_sends() -> None:
+    """Each mode's probes, written out: the planner's request (one decision offered) and the
+    replanner's (two), as that mode asks them."""
+    assert MODE_PROBES == {
+        "tool_required": ("named", "required"),
+        "tool_named": ("named", "decide"),
+        "json_schema": ("json_schema",),
+        "json_object": ("json_object",),
     }
     assert {name for names in MODE_PROBES.values() for name in names} <= set(get_args(ProbeName))
+    offered = {mode: [count for _, count in way.probes] for mode, way in STRATEGIES.items()}
+    assert offered == {
+        "tool_required": [1, 2],
+        "tool_named": [1, 2],
+        "json_schema": [2],
+        "json_object": [2],
+    }
 
 
 @pytest.mark.parametrize("mode", DECISION_MODES)

@@ -25,12 +25,17 @@ def _words(*texts: str) -> int:
     [
         ((P.head, P.planner, P.planner_computing), 120),
         ((P.head, P.planner_tool_steps, P.planner_computing), 120),
-        ((P.head, P.replanner, P.respond_with_answer), 120),
-        ((P.head, P.replanner_tool_steps, P.respond_with_answer, P.replanner_computing), 120),
-        ((P.head, P.executor, P.executor_computing, P.executor_task_tools), 80),
+        ((P.head, P.replanner, P.respond_with_answer, P.replanner_task), 120),
+        (
+            (P.head, P.replanner_tool_steps, P.respond_with_answer, P.replanner_computing),
+            120 - _words(P.replanner_task),
+        ),
+        ((P.head, P.executor, P.executor_computing, P.executor_task_tools, P.executor_task), 80),
     ],
 )
 def test_each_nodes_fixed_text_stays_short(texts: tuple[str, ...], most: int) -> None:
+    """Every fixed word of a node's request: the head, its instructions, their notes and the
+    headings of its briefing."""
     assert _words(*texts) <= most
 
 

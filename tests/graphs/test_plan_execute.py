@@ -9,6 +9,7 @@ import pytest
 from langchain_core.tools import tool
 
 from replan.graphs import plan_execute
+from replan.graphs.context import Context
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
@@ -189,7 +190,8 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
         *["answer"] * ANSWER_CALLS,
         "reply",
     ]
-    assert chunks.pop(0) == {"start_turn": {"carried_steps": []}}  # a new thread's first turn
+    opened = chunks.pop(0)["start_turn"]  # a new thread's first turn: its settings saved
+    assert opened == {"carried_steps": [], "settings": Context().settings()}
     assert chunks[0]["planner"]["objective"] == "Do a then b"
     assert chunks[0]["planner"]["plan"] == [
         {"id": 1, "step": "a", "depends_on": []},

@@ -12,7 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from replan.graphs.context import Context, run_context
+from replan.graphs.context import OPENAI_API_URL, Context, run_context
+from replan.graphs.model.client import chat_model_from_context
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import ScriptedOpenAIServer
 from tests.support.fake_models import Mode, both_modes, run
@@ -107,3 +108,18 @@ def test_a_run_without_a_checkpointer_warns_of_nothing(server: ScriptedOpenAISer
         warnings.simplefilter("error")
         result = graph.invoke({"messages": [("user", OBJECTIVE)]}, context=context)
     assert result["response"].startswith("All 2 steps")
+
+
+def test_a_run_without_a_base_url_keeps_talking_to_openai_whatever_the_environment_says_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread started with no base URL stores none; its resume must not follow an
+    `OPENAI_BASE_URL` set since (the environment is read when the run's Context is made)."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    started = Context()
+    assert started.base_url is None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # set after the start
+    resumed = run_context(None, started.settings())
+    model = chat_model_from_context(resumed, 16)
+    assert str(model.root_client.base_url).rstrip("/") == OPENAI_API_URL

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
+import subprocess
+import sys
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.pregel import Pregel
 
 from replan.graphs import served
 from replan.graphs.plan_execute import build_plan_execute_graph
@@ -29,24 +28,33 @@ def test_a_saver_a_server_attaches_reads_task_lists_back_with_replans_serializer
     assert graph.checkpointer.storage is attached.storage  # the same saver's data
 
 
-def test_a_served_graph_is_the_compiled_graph_rebuilt_through_its_public_constructor() -> None:
-    """`served` passes the compiled graph's constructor every argument it takes, read from the
-    public attribute of its name: when LangGraph's constructor changes, so must `served`."""
-    not_kept = {"self", "kwargs", "deprecated_kwargs", "auto_validate"}
-    taken = {
-        name
-        for cls in (CompiledStateGraph, Pregel)
-        for name in inspect.signature(cls.__init__).parameters
-    } - not_kept
-    carried = set(served.CARRIED_OVER)
-    assert taken == carried, (
-        f"LangGraph's compiled graph constructor now takes {sorted(taken - carried)} more and "
-        f"{sorted(carried - taken)} no longer: update graphs/served.py's CARRIED_OVER"
-    )
+def test_a_served_graph_is_the_graph_the_public_builder_made() -> None:
     graph = build_plan_execute_graph()
-    rebuilt = served.served(graph)
-    assert type(rebuilt) is served.ServedGraph
-    assert vars(rebuilt) == {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
+    kept = dict(vars(graph))
+    made = served.served(graph)
+    assert made is graph and type(made) is served.ServedGraph
+    assert vars(made) == kept  # nothing rebuilt, nothing added
+    assert type(made.copy()) is served.ServedGraph and vars(made.copy()) == kept
+
+
+@pytest.mark.parametrize("module", ["replan.graphs.served", "replan.graphs.plan_execute"])
+def test_importing_the_served_modules_compiles_no_graph(module: str) -> None:
+    """The graphs langgraph.json and aegra.json name are built on first access."""
+    script = (
+        "import langgraph.graph.state as state, importlib\n"
+        "compiled = []\n"
+        "original = state.StateGraph.compile\n"
+        "def counted(self, *args, **kwargs):\n"
+        "    compiled.append(1)\n"
+        "    return original(self, *args, **kwargs)\n"
+        "state.StateGraph.compile = counted\n"
+        f"module = importlib.import_module({module!r})\n"
+        "assert not compiled, 'compiled at import'\n"
+        "module.graph\n"
+        "assert compiled, 'not built on access'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_shared_graph_needs_a_database_and_says_which_variables() -> None:
