@@ -24,7 +24,7 @@ Ratios compare each replan design with the tutorial and with sequential, and the
 design are checked at the end (the wall-time one at `--wall-latency`).
 
 Run: python benchmarks/bench_plan_execute.py [--latency 0.1] [--wall-latency 1.0]
-     [--result-chars 500]
+     [--result-chars 500] [--tool-calls N]  (N calls of a look-up tool in each executor step)
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -107,9 +108,18 @@ def _plain(steps: list[Any]) -> list[str]:
     return [step["step"] if isinstance(step, dict) else step for step in steps]
 
 
-def _answer(request: dict[str, Any], result_chars: int, plain: bool) -> tuple[str, Reply]:
+@tool
+def lookup(key: str) -> str:
+    """Look a key up (the executor's tool when steps make `--tool-calls`)."""
+    return f"value of {key}"
+
+
+def _answer(
+    request: dict[str, Any], result_chars: int, plain: bool, tool_calls: int = 0
+) -> tuple[str, Reply]:
     """The role of `request` and the scripted reply, for replan's and the tutorial's tools;
-    with `plain`, plans without dependencies."""
+    with `plain`, plans without dependencies; an executor makes `tool_calls` calls of `lookup`,
+    one a turn, before its report."""
     decision = tutorial_decision(request)
     if decision == "Plan":
         return "planner", tool_call("Plan", {"steps": _plain(script.first_plan(request))})
@@ -123,6 +133,9 @@ def _answer(request: dict[str, Any], result_chars: int, plain: bool) -> tuple[st
         return "replanner", tool_call("Act", {"action": action})
     role = script.classify(request).role
     if role == "executor":
+        made = sum(m.get("role") == "tool" for m in request.get("messages", []))
+        if made < tool_calls:
+            return role, tool_call("lookup", {"key": f"k{made}"})
         return role, text(script.step_result(request, result_chars))
     if plain and role == "planner":
         steps = _plain(script.first_plan(request))
@@ -169,6 +182,7 @@ class ClockedModel:
     latency: float
     result_chars: int
     plain: bool = False
+    tool_calls: int = 0
     """Plans of plain strings (`PLAIN_DESIGNS`)."""
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -176,7 +190,7 @@ class ClockedModel:
     def __call__(self, request: dict[str, Any]) -> Reply:
         start = time.perf_counter()
         time.sleep(self.latency)
-        role, reply = _answer(request, self.result_chars, self.plain)
+        role, reply = _answer(request, self.result_chars, self.plain, self.tool_calls)
         chars = len(script.prompt_text(request))
         with self.lock:
             self.requests.append(Request(role, chars, start, time.perf_counter()))
@@ -224,11 +238,14 @@ async def _stored_bytes(saver: Any) -> int:
     return int(row[0])
 
 
-async def run_once(design: str, shape: str, latency: float, result_chars: int) -> Figures:
+async def run_once(
+    design: str, shape: str, latency: float, result_chars: int, tool_calls: int = 0
+) -> Figures:
     """Run one design on one plan shape against a fresh server and database."""
     word, steps = SHAPES[shape]
     objective = f"Benchmark run in {steps} {word}steps"  # the same for every design
-    clock = ClockedModel(latency, result_chars, plain=design in PLAIN_DESIGNS)
+    clock = ClockedModel(latency, result_chars, design in PLAIN_DESIGNS, tool_calls)
+    tools = [lookup] if tool_calls else []
     model_calls = ModelCalls()
     with ScriptedOpenAIServer(clock) as server, tempfile.TemporaryDirectory() as folder:
         async with open_checkpointer(Path(folder) / "runs.sqlite") as saver:
@@ -241,12 +258,17 @@ async def run_once(design: str, shape: str, latency: float, result_chars: int) -
                 model = ChatOpenAI(
                     model=MODEL_ID, base_url=server.base_url, api_key=SecretStr("x"), temperature=0
                 )
-                graph = tutorial_graph(model, saver)
+                graph = tutorial_graph(model, saver, tools)
                 started = time.perf_counter()
                 result = await graph.ainvoke({"input": objective}, config)
             else:
                 mode: ReplanMode = "when_needed" if design == "when_needed" else "each_wave"
-                graph = build_plan_execute_graph(checkpointer=saver, max_iterations=MAX_ITERATIONS)
+                graph = build_plan_execute_graph(  # task tools given: a run with no tools
+                    tools=tools,
+                    checkpointer=saver,
+                    max_iterations=MAX_ITERATIONS,
+                    task_tools="compact",
+                )  # at all is answered in one request, with no plan to measure
                 context = Context(
                     model=MODEL_ID, base_url=server.base_url, replan=mode, max_plan_steps=steps
                 )
@@ -326,14 +348,20 @@ def check(label: str, ok: bool, detail: str) -> bool:
     return ok
 
 
-async def main(latency: float, wall_latency: float, result_chars: int) -> int:
+async def main(latency: float, wall_latency: float, result_chars: int, tool_calls: int) -> int:
     """Measure every shape and design, print the tables, check the targets."""
     print(f"Every step's result is {result_chars} characters long.")
+    print(f"Every executor step makes {tool_calls} tool call(s), one a model turn.")
     table: dict[str, dict[str, Figures]] = {}
     for shape in SHAPES:
-        table[shape] = {d: await run_once(d, shape, latency, result_chars) for d in DESIGNS}
+        table[shape] = {
+            d: await run_once(d, shape, latency, result_chars, tool_calls) for d in DESIGNS
+        }
         print_table(shape, latency, table[shape])
-    timed = {d: await run_once(d, "8 independent", wall_latency, result_chars) for d in DESIGNS}
+    timed = {
+        d: await run_once(d, "8 independent", wall_latency, result_chars, tool_calls)
+        for d in DESIGNS
+    }
     print_table("8 independent", wall_latency, timed)
 
     print("\nTargets")
@@ -389,6 +417,10 @@ if __name__ == "__main__":
     parser.add_argument(
         "--result-chars", type=int, default=RESULT_CHARS, help="length of each step's result"
     )
+    parser.add_argument(
+        "--tool-calls", type=int, default=0, help="tool calls each executor step makes"
+    )
     options = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "scripted")
-    sys.exit(asyncio.run(main(options.latency, options.wall_latency, options.result_chars)))
+    figures = main(options.latency, options.wall_latency, options.result_chars, options.tool_calls)
+    sys.exit(asyncio.run(figures))

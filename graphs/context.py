@@ -14,30 +14,25 @@ from typing import Any, Literal, TypeVar, get_args
 DEFAULT_MODEL = "gpt-4o-mini"
 OPENAI_HOST = "api.openai.com"
 OPENAI_API_URL = f"https://{OPENAI_HOST}/v1"
-"""OpenAI's own API, where a run without a `base_url` sends its requests (whatever
-`OPENAI_BASE_URL` says when it resumes: the environment is read once, when its `Context` is
-made)."""
+"""Where a run without a `base_url` sends its requests (the environment is read once, when its
+`Context` is made, not when it resumes)."""
 DEFAULT_TIMEOUT_SECONDS = 120.0
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_EXECUTOR_MAX_STEPS = 20
 DEFAULT_MISTAKE_RETRIES = 2
 DEFAULT_DECISION_MAX_TOKENS = 1024
-"""Reply limit of a planner or replanner decision: a plan or a final answer, with room to spare.
-At 10 tokens/s (a small local model on a CPU) it is reached well within the default timeout."""
+"""Reply limit of a planner or replanner decision (at 10 tokens/s, well within the timeout)."""
 DEFAULT_EXECUTOR_MAX_TOKENS = 2048
 """Reply limit of one executor turn: a tool call or the step's report."""
 MAX_REPLY_TOKENS = 1_000_000
 """Largest accepted reply limit (no model writes that much in one reply)."""
 MAX_BOUND = 1000
-"""Largest accepted `max_iterations` / `executor_max_steps`: the graphs' recursion limits are
-sized from it, so no legal run is ever cut short by LangGraph's own limit."""
+"""Largest accepted `max_iterations` / `executor_max_steps` (the recursion limits' size)."""
 DEFAULT_MAX_PLAN_STEPS = 12
-"""Most steps one plan may list. Sent as the plan schema's `maxItems`, so a server that
-enforces the schema with a grammar (llama-server, Ollama) stops a small model that keeps
-repeating steps there, instead of at the reply's token limit; the replanner plans the rest."""
+"""Most steps one plan may list: the plan schema's `maxItems`, where a grammar (llama-server,
+Ollama) stops a small model repeating steps; the replanner plans the rest."""
 DEFAULT_MAX_CONCURRENCY = 8
-MAX_CONCURRENCY = 64
-"""Largest accepted `max_concurrency`; the graph's thread pool (sync runs) is sized from it."""
+MAX_CONCURRENCY = 64  # largest accepted `max_concurrency`; sizes the sync thread pool
 
 ReplanMode = Literal["each_wave", "when_needed"]
 REPLAN_MODES: tuple[str, ...] = get_args(ReplanMode)
@@ -56,6 +51,8 @@ ToolErrorsChoice = Literal["report", "raise"]
 TOOL_ERRORS_CHOICES: tuple[ToolErrorsChoice, ...] = get_args(ToolErrorsChoice)
 """What an exception raised by one of the run's own tools does (`replan.graphs.tool_errors`):
 "report" makes it the call's error result, "raise" ends the run with it."""
+InFlightChoice = Literal["ask", "fail"]  # `Context.in_flight_calls`
+IN_FLIGHT_CHOICES: tuple[InFlightChoice, ...] = get_args(InFlightChoice)
 AnswerMode = Literal["plain", "decision"]
 ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
 DEFAULT_ANSWER: AnswerMode = "decision"
@@ -260,6 +257,16 @@ class Context:
         },
     )
 
+    in_flight_calls: InFlightChoice = field(
+        default="ask",
+        metadata={
+            "description": (
+                "A call in flight when the run stopped, of a tool not declared safe to retry "
+                "(replan.graphs.durable_calls): 'ask' pauses for a person, 'fail' fails the call."
+            )
+        },
+    )
+
     recover_text_calls: bool = field(
         default=True,
         metadata={
@@ -329,6 +336,7 @@ class Context:
             check_choice("task_tools", self.task_tools, TASK_TOOLS_CHOICES)
         check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
         check_choice("tool_errors", self.tool_errors, TOOL_ERRORS_CHOICES)
+        check_choice("in_flight_calls", self.in_flight_calls, IN_FLIGHT_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
         check_choice("answer", self.answer, ANSWER_MODES)
         check_prices(self.price_in, self.price_out)

@@ -1,4 +1,5 @@
-"""Persistence for `langgraph dev`, enabled by langgraph.json's `checkpointer.path`.
+"""Persistence for `langgraph dev`, enabled by langgraph.json's `checkpointer.path` (and its
+`store.path`: `dev_store`, the store in the same database).
 
 The dev server enters `dev_checkpointer()` once per worker thread and keeps every thread's
 checkpoints where `$REPLAN_DEV_DB` says, chosen as the CLI's `--db` is: a `postgresql://` URL
@@ -25,8 +26,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from replan.graphs.persistence import is_postgres_url, open_checkpointer, sqlite_path
+from replan.graphs.run_store import open_run_store
 
 DEFAULT_DEV_DB = Path(".langgraph_api") / "replan-dev.sqlite"
 DEFAULT_DEV_PORT = 2024
@@ -75,6 +78,18 @@ def port_note(argv: Sequence[str], api_url: str | None) -> str | None:
 def _note_port_once() -> None:
     if note := port_note(sys.argv, os.environ.get(API_URL_ENV)):
         logger.warning("replan: %s", note)
+
+
+@asynccontextmanager
+async def dev_store() -> AsyncIterator[BaseStore]:
+    """The dev server's store, in the same database as its saver: the intents of tool calls
+    (`replan.graphs.durable_calls`) are on disk before each call, where the server's own
+    in-memory store writes its file every 10 s."""
+    target = dev_db()
+    if not is_postgres_url(target):
+        sqlite_path(target).parent.mkdir(parents=True, exist_ok=True)
+    async with open_run_store(target) as store:
+        yield store
 
 
 @asynccontextmanager

@@ -79,7 +79,10 @@ tool step: its tool answered, or raised or answered with an error status)."""
 class ExecutedStep(TypedDict):
     """One carried-out step and the executor's report on it. A tool step also keeps its `tool`,
     the `args` it was called with (references replaced) and, when an earlier step had made the
-    same call, that step's id as `reused_from` (its result was taken, the tool not called)."""
+    same call, that step's id as `reused_from` (its result was taken, the tool not called).
+    `acted` marks a step that called a tool which may act (`replan.tools.effects`); a call of a
+    read-only tool is marked `read_only`, with `after`, how many steps of the turn were done
+    when its wave began: its result may be reused while no step since `after` acted."""
 
     step: str
     result: str
@@ -88,6 +91,9 @@ class ExecutedStep(TypedDict):
     tool: NotRequired[str]
     args: NotRequired[dict[str, Any]]
     reused_from: NotRequired[int]
+    acted: NotRequired[bool]
+    read_only: NotRequired[bool]
+    after: NotRequired[int]
 
 
 PlanItem = str | dict[str, Any]
@@ -216,8 +222,10 @@ class PlanExecuteState(PlanExecuteInput, total=False):
 
 class StepRun(TypedDict):
     """What one executor branch gets: the objective, its step, the results of the steps it
-    depends on, and the task list as the wave started; a tool step also gets the tool steps
-    done so far (`earlier_calls`), whose results it takes instead of making the same call;
+    depends on, and the task list as the wave started; a tool step also gets the calls of
+    read-only tools done so far that nothing may have changed since (`earlier_calls`), whose
+    results it takes instead of making the same call, and how many steps of the turn were done
+    as its wave began (`after`);
     `decision_mode`, how the run asks for decisions now (an executor forcing a tool call asks
     for it the same way)."""
 
@@ -226,6 +234,7 @@ class StepRun(TypedDict):
     dependencies: list[ExecutedStep]
     tasks_context: TaskContext
     earlier_calls: NotRequired[list[ExecutedStep]]
+    after: NotRequired[int]
     decision_mode: NotRequired[DecisionMode]
     settings: NotRequired[dict[str, Any]]
 

@@ -175,7 +175,7 @@ def display_target(target: str | Path) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*")))
 
 
-def _unavailable(doing: str, shown: str, exc: BaseException) -> DatabaseUnavailableError:
+def unavailable(doing: str, shown: str, exc: BaseException) -> DatabaseUnavailableError:
     return DatabaseUnavailableError(
         f"{doing} the runs database {shown}: {' '.join(str(exc).split())}"
     )
@@ -275,16 +275,16 @@ async def _sqlite_saver(
     try:
         conn = await _connect(path, busy_timeout, read_only)
     except (sqlite3.Error, OSError) as exc:
-        raise _unavailable("cannot open", str(path), exc) from exc
+        raise unavailable("cannot open", str(path), exc) from exc
     try:
         try:
             saver = await _ready_saver(conn, path, read_only)
         except sqlite3.Error as exc:
-            raise _unavailable("cannot open", str(path), exc) from exc
+            raise unavailable("cannot open", str(path), exc) from exc
         try:
             yield saver
         except sqlite3.Error as exc:
-            raise _unavailable("failed to use", str(path), exc) from exc
+            raise unavailable("failed to use", str(path), exc) from exc
     finally:
         await conn.close()
 
@@ -312,20 +312,20 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
             url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=timeout
         )
     except psycopg.Error as exc:
-        raise _unavailable("cannot open", shown, exc) from exc
+        raise unavailable("cannot open", shown, exc) from exc
     try:
         saver_class = leaving_stopped_tasks_out(AsyncPostgresSaver)
         saver = saver_class(conn, serde=checkpoint_serializer())
         try:
             await _setup_postgres(saver, conn)
         except (psycopg.Error, TimeoutError) as exc:
-            raise _unavailable("cannot set up", shown, exc) from exc
+            raise unavailable("cannot set up", shown, exc) from exc
         try:
             yield saver
         except psycopg.Error as exc:
             if not conn.broken:
                 raise
-            raise _unavailable("lost the connection to", shown, exc) from exc
+            raise unavailable("lost the connection to", shown, exc) from exc
     finally:
         await conn.close()
 

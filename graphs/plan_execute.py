@@ -28,6 +28,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Send
 
 from replan.graphs.context import (
@@ -159,6 +160,7 @@ def build_plan_execute_graph(
     tools: Sequence[BaseTool] = (),
     *,
     checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     executor_max_steps: int = DEFAULT_EXECUTOR_MAX_STEPS,
     mistake_retries: int = DEFAULT_MISTAKE_RETRIES,
@@ -177,6 +179,10 @@ def build_plan_execute_graph(
             task tool's name. A run with no tools at all has nothing to plan: its answer is
             written at once (`replan.graphs.nodes.answer`).
         checkpointer: Saver for persistence, resume and the plan approval pause.
+        store: A LangGraph store where runs record each tool call before making it, so that
+            a resumed run tells a call cut short by a crash from one never started
+            (docs/persistence.md, "Actions run once"); tools see it as `runtime.store`.
+            Servers (`langgraph dev`, Aegra) give their own.
         max_iterations: Default most execute→replan rounds (a run's `Context` may set its
             own); past it the run ends with a response that says the objective was not
             finished and what was done.
@@ -208,8 +214,7 @@ def build_plan_execute_graph(
     shared = open_task_store(task_store) if task_store is not None else None
     offers = tool_offers(check_tools(tools), language, shared, task_tools)
     planner = Planner(model, offers, texts, bounds, shared)
-    durable = checkpointer is not None and checkpointer is not False
-    executor = Executor(model, offers, texts, bounds, shared, checkpointed=durable)
+    executor = Executor(model, offers, texts, bounds, shared)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,
@@ -233,7 +238,7 @@ def build_plan_execute_graph(
     builder.add_conditional_edges(REPLANNER, after_replanner, [EXECUTOR, ANSWER, REPLY])
     builder.add_edge(ANSWER, REPLY)
     builder.add_edge(REPLY, END)
-    compiled = builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=GRAPH_NAME)
     # The thread pool of sync runs must hold a whole wave; `max_concurrency` in the run's
     # Context is what bounds a wave.
     return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=MAX_CONCURRENCY)

@@ -20,6 +20,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from replan.graphs.context import Context, ToolErrorsChoice
+from replan.graphs.durable_calls import durable_tool_node
 
 try:
     from langgraph.errors import is_invalid_resume
@@ -94,7 +95,8 @@ class _Reporting:
 
 
 def tool_node(tools: Sequence[BaseTool], own: Collection[str]) -> ToolNode:
-    """A `ToolNode` over `tools` whose calls of the `own` tools follow the run's
-    `Context.tool_errors` (read from the runtime context)."""
+    """A `ToolNode` over `tools` whose calls are made once (`replan.graphs.durable_calls`) and
+    whose calls of the `own` tools follow the run's `Context.tool_errors` (read from the
+    runtime context)."""
     reporting = _Reporting(own)
-    return ToolNode(list(tools), wrap_tool_call=reporting.wrap, awrap_tool_call=reporting.awrap)
+    return durable_tool_node(tools, reporting.wrap, reporting.awrap)

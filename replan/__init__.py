@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from replan.graphs.context import Context
+    from replan.graphs.durable_calls import idempotency_key
     from replan.graphs.persistence import checkpoint_serializer
     from replan.graphs.plan_execute import build_plan_execute_graph
     from replan.state.task_stores.filesystem import FileTaskStore
     from replan.state.task_stores.postgres import PostgresTaskStore
     from replan.state.tasks import TaskContext
+    from replan.tools.effects import ToolEffects, declare_effects
     from replan.tools.plan_tools import plan_tools
     from replan.tools.task_middleware import TaskToolsMiddleware
     from replan.tools.task_state import TasksState
@@ -31,8 +33,11 @@ _SURFACE = {
     "TaskContext": "replan.state.tasks",
     "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",
+    "ToolEffects": "replan.tools.effects",
     "build_plan_execute_graph": "replan.graphs.plan_execute",
     "checkpoint_serializer": "replan.graphs.persistence",
+    "declare_effects": "replan.tools.effects",
+    "idempotency_key": "replan.graphs.durable_calls",
     "plan_tools": "replan.tools.plan_tools",
     "task_tools": "replan.tools.task_tools",
 }
@@ -44,8 +49,11 @@ __all__ = [
     "TaskContext",
     "TaskToolsMiddleware",
     "TasksState",
+    "ToolEffects",
     "build_plan_execute_graph",
     "checkpoint_serializer",
+    "declare_effects",
+    "idempotency_key",
     "plan_tools",
     "task_tools",
 ]

@@ -40,6 +40,7 @@ from replan.state.task_views import (
 )
 from replan.state.tasks import TaskContext, TaskError
 from replan.tools.arguments import explain_validation_error
+from replan.tools.effects import declare_effects
 from replan.tools.task_descriptions import (
     COMPACT_TOOL_DESCRIPTIONS,
     DETAILS,
@@ -198,7 +199,16 @@ def task_tools(
             )
         return StructuredTool.from_function(description=TOOL_DESCRIPTIONS[language][name], **common)
 
-    return [build(name) for name in TASK_TOOL_NAMES]
+    return [_declared(build(name), shared is not None) for name in TASK_TOOL_NAMES]
+
+
+def _declared(tool: BaseTool, shared: bool) -> BaseTool:
+    """`tool` with its effects declared (`replan.tools.effects`): reads are read-only; a write
+    to the list in the graph's state is safe to retry (its change is the call's saved result,
+    applied once), a write to a shared store acts."""
+    if tool.name in (TASK_GET, TASK_LIST):
+        return declare_effects(tool, read_only=True)
+    return declare_effects(tool, retry_safe=not shared)
 
 
 def _state_tool(name: str, settings: dict[str, bool]) -> Callable[..., Command[Any]]:

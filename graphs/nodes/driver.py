@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.runnables import RunnableLambda
+from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 
 from replan.graphs.calls import Call, Steps
@@ -74,6 +75,15 @@ class Meter:
             self.tally = add_tallies(self.tally, call_tally(usage))
 
 
+def _distinct(error: Exception) -> Exception:
+    """`error`, with each interrupt once when it is a pause: a tool's `interrupt` inside a call
+    made as a LangGraph task reaches the node twice, from the task and from its caller."""
+    if not isinstance(error, GraphInterrupt) or not error.args:
+        return error
+    interrupts = {interrupt.id: interrupt for interrupt in error.args[0]}
+    return GraphInterrupt(tuple(interrupts.values()))
+
+
 def drive(steps: Steps[T], meter: Meter | None = None) -> T:
     """Run `steps` to the end, invoking each call synchronously."""
     step = _send(steps, None)
@@ -82,7 +92,7 @@ def drive(steps: Steps[T], meter: Meter | None = None) -> T:
             with step.guard():
                 result = step.runnable.invoke(step.input)
         except Exception as error:
-            step = _throw(steps, error)
+            step = _throw(steps, _distinct(error))
             continue
         if meter is not None:
             meter.record(step, result)
@@ -98,7 +108,7 @@ async def adrive(steps: Steps[T], meter: Meter | None = None) -> T:
             with step.guard():
                 result = await step.runnable.ainvoke(step.input)
         except Exception as error:
-            step = _throw(steps, error)
+            step = _throw(steps, _distinct(error))
             continue
         if meter is not None:
             meter.record(step, result)

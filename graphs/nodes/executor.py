@@ -14,9 +14,10 @@ recovered and how many mistaken replies it corrected and, when it changed the ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context
@@ -27,6 +28,7 @@ from replan.graphs.nodes.tool_step import run_tool_step
 from replan.graphs.plan.task_merge import read_shared_tasks, task_replay
 from replan.graphs.plan.views import executor_briefing
 from replan.state.usage import step_usage, total_tally
+from replan.tools.effects import effects_by_name
 from replan.tools.task_state import as_task_context
 
 
@@ -66,6 +68,8 @@ class Executor(ToolLoop):
             "result": result,
             "status": status,
         }
+        if self.acted(context, messages):
+            executed["acted"] = True
         update: dict[str, Any] = {"executed_steps": [executed]}
         if recovered := sum(recovered_calls(m) for m in messages if isinstance(m, AIMessage)):
             update["recovered_calls"] = recovered
@@ -77,3 +81,16 @@ class Executor(ToolLoop):
         if replay is not None:
             update["tasks_context"] = replay
         return update
+
+    def acted(self, context: Context, messages: Sequence[AnyMessage]) -> bool:
+        """Whether the step called one of the run's own tools that may act (the task tools
+        change only the task list, which no tool step reads)."""
+        offer = self.offer(context)
+        effects = effects_by_name(t for t in offer.tools if t.name in offer.own)
+        return any(
+            effects[call["name"]].acts
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+            if call["name"] in effects
+        )

@@ -26,7 +26,8 @@ def run_tool_step(
     run: StepRun, tools: OwnTools, prompts: Prompts, tool_errors: ToolErrorsChoice
 ) -> Steps[dict[str, Any]]:
     """Carry out a tool step: call its tool once, with its references replaced, and record the
-    tool's answer. A call an earlier step already made takes that step's result instead; a step
+    tool's answer (and whether the call may have acted). A call of a read-only tool an earlier
+    step already made, with nothing acting since, takes that step's result instead; a step
     whose references are not done, whose tool the run does not have, or whose reference puts a
     JSON object or list into a string argument, fails without a call;
     so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`)."""
@@ -61,15 +62,24 @@ def run_tool_step(
         reused["reused_from"] = same["id"]
         return {"executed_steps": [reused], "reused_calls": 1}
     call = {"type": "tool_call", "name": tool, "args": called, "id": f"step-{step['id']}"}
+    effects = tools.effects[tool]
+
+    def made(result: str, status: StepStatus) -> dict[str, Any]:
+        done = record(result, status, called)
+        if effects.read_only:
+            done["read_only"], done["after"] = True, run.get("after", 0)
+        else:
+            done["acted"] = True
+        return {"executed_steps": [done]}
+
     try:
         answer = yield Call(tools.node, [call])
     except Exception as error:
         if not reports(error, tool_errors):
             raise
-        return {"executed_steps": [record(tool_error_text(tool, error), "failed", called)]}
+        return made(tool_error_text(tool, error), "failed")
     messages = answer.get("messages", []) if isinstance(answer, dict) else answer
     message = messages[-1] if messages else None
     if not isinstance(message, ToolMessage):
-        return {"executed_steps": [record(str(answer), "done", called)]}
-    status: StepStatus = "failed" if message.status == "error" else "done"
-    return {"executed_steps": [record(message.text, status, called)]}
+        return made(str(answer), "done")
+    return made(message.text, "failed" if message.status == "error" else "done")

@@ -16,6 +16,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, ValidationError
 
+from replan.graphs.durable_calls import durable_tool_node
 from replan.graphs.model.decision_modes.strategy import inline_refs
 from replan.graphs.plan.tool_steps import (
     NUMBER_TYPES,
@@ -25,6 +26,7 @@ from replan.graphs.plan.tool_steps import (
 )
 from replan.tools.arguments import validation_problems
 from replan.tools.calculator import is_computing
+from replan.tools.effects import ToolEffects, effects_by_name
 
 _CALL_TEXT = re.compile(r"^\s*([A-Za-z0-9_-]{1,64})\((.*)\)\s*\.?\s*$", re.S)
 _ANOTHER_CALL = re.compile(r"['\"]\)\s*,\s*[A-Za-z_][\w-]*\(")
@@ -59,10 +61,15 @@ class OwnTools:
         return frozenset(name for name, tool in self.by_name.items() if is_computing(tool))
 
     @functools.cached_property
+    def effects(self) -> dict[str, ToolEffects]:
+        """What each of these tools declares it does (`replan.tools.effects`)."""
+        return effects_by_name(self.by_name.values())
+
+    @functools.cached_property
     def node(self) -> ToolNode:
         """Runs one tool call: arguments that do not fit the tool's schema get an error
         `ToolMessage`, an exception the tool raised goes on to the tool step."""
-        return ToolNode(list(self.by_name.values()), name="tool_step")
+        return durable_tool_node(list(self.by_name.values()), name="tool_step")
 
     @functools.cached_property
     def parameters(self) -> dict[str, dict[str, Any]]:

@@ -51,7 +51,7 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     results = {done["id"]: done for done in known if "id" in done}
     objective = turn_objective(state)
     tasks = state.get("tasks_context") or TaskContext()
-    calls = [done for done in executed if "tool" in done]
+    calls = fresh_calls(executed)
 
     def branch(step: PlannedStep) -> Send:
         inputs = [results[d] for d in step["depends_on"] if d in results]
@@ -62,14 +62,28 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
             "tasks_context": tasks,
             "settings": context.settings(),
         }
-        if "tool" in step and calls:
-            run["earlier_calls"] = calls
+        if "tool" in step:
+            run["after"] = len(executed)
+            if calls:
+                run["earlier_calls"] = calls
         if record := state.get("decision_mode"):
             run["decision_mode"] = effective_mode(context.decision_mode, record)
         return Send(EXECUTOR, run)
 
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
     return [branch(step) for step in ready[: context.max_concurrency]]
+
+
+def fresh_calls(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
+    """The calls of read-only tools among the turn's `executed` steps whose results still hold:
+    no step that may have acted ran since their wave began (in that wave, too, and counting
+    calls made inside executor steps)."""
+    acted = [i for i, done in enumerate(executed) if done.get("acted")]
+    return [
+        done
+        for done in executed
+        if done.get("read_only") and not any(i >= done.get("after", 0) for i in acted)
+    ]
 
 
 def runnable_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:

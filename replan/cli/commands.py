@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from replan.cli.call_review import call_answer, is_call_review
 from replan.cli.outcome import report
 from replan.cli.output import CliError, ExitCode, one_line, say
 from replan.cli.review import review_from_flags
@@ -27,6 +28,7 @@ from replan.graphs.persistence import (
     open_checkpointer,
     saved_settings,
 )
+from replan.graphs.thread_leases import LeaseLostError, ThreadHeldError
 
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
@@ -46,12 +48,17 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
         args.resume_hint = resume_hint(args)
         context = cli_context(args, saved_settings(snapshot.values, stored))
         answers = args.approve or args.reject is not None or bool(args.edit_plan)
-        if answers and not snapshot.interrupts:
+        if (answers or args.respond is not None) and not snapshot.interrupts:
             ended = " (it has ended)" if is_finished(snapshot) else ""
             raise CliError(
                 ExitCode.USAGE, f"thread {args.thread_id} has no plan waiting for approval{ended}"
             )
-        review = review_from_flags(args)
+        if snapshot.interrupts and is_call_review(snapshot.interrupts[0].value):
+            review = call_answer(args)
+        elif args.respond is not None:
+            raise CliError(ExitCode.USAGE, "--respond answers a waiting tool call; a plan waits")
+        else:
+            review = review_from_flags(args)
         if is_finished(snapshot):
             say(f"Thread {args.thread_id} has already ended ({run_status(snapshot).text()}):")
             return report(args, snapshot, None)
@@ -68,3 +75,5 @@ async def execute(args: argparse.Namespace) -> ExitCode:
         return await commands[args.command](args)
     except DatabaseUnavailableError as exc:
         raise CliError(ExitCode.DATABASE_UNAVAILABLE, one_line(str(exc))) from None
+    except (ThreadHeldError, LeaseLostError) as exc:
+        raise CliError(ExitCode.THREAD_BUSY, one_line(str(exc))) from None

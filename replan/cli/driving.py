@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from rich.console import Console
 
+from replan.cli.call_review import ask_call, is_call_review
 from replan.cli.display import TICK_SECONDS, Display, LiveDisplay, NullDisplay, PlainDisplay
 from replan.cli.outcome import report
 from replan.cli.output import ExitCode, say
@@ -108,7 +109,10 @@ async def drive(run: Run, payload: Any, carried: Mapping[str, Any] | None = None
             if not snapshot.interrupts or not sys.stdin.isatty():
                 break
             value = snapshot.interrupts[0].value
-            answer = ask_review(reviewed_steps(value), refused_because(value))
+            if is_call_review(value):
+                answer = ask_call(value)
+            else:
+                answer = ask_review(reviewed_steps(value), refused_because(value))
             if answer is None:
                 break
             payload = Command(resume=answer)

@@ -8,8 +8,9 @@ import json
 
 from langgraph.types import StateSnapshot
 
+from replan.cli.call_review import is_call_review
 from replan.cli.output import ExitCode, emit, one_line, say
-from replan.cli.stored_runs import resume_hint
+from replan.cli.stored_runs import resume_hint, review_hint
 from replan.cli.summary import run_status, summarize
 from replan.graphs.errors import InvalidInputError, ModelUnavailableError
 
@@ -29,10 +30,9 @@ def report(
         elif isinstance(failure, InvalidInputError):
             code = ExitCode.USAGE
     elif status == "waiting_for_approval":
-        say(
-            "The plan is waiting for approval. Answer with: "
-            f"{resume_hint(args)} --approve | --reject [REASON] | --edit-plan STEP ..."
-        )
+        value = snapshot.interrupts[0].value
+        waiting = "A tool call" if is_call_review(value) else "The plan"
+        say(f"{waiting} is waiting for approval. Answer with: {review_hint(args, value)}")
         code = ExitCode.AWAITING_APPROVAL
     elif status == "finished":
         code = ExitCode.OK

@@ -44,6 +44,11 @@ class ExitCode(IntEnum):
         8,
         "the plan was rejected at review, so nothing was carried out; the reason is on stdout",
     )
+    THREAD_BUSY = (
+        9,
+        "the thread is running in another process (one runner per thread), or was taken over "
+        "by one while this run ran",
+    )
     INTERRUPTED = 130, "interrupted with Ctrl-C or SIGTERM; the run is saved and resumes"
 
 

@@ -299,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--approve", action="store_true", help="approve the waiting plan")
     review.add_argument("--reject", nargs="?", const="", metavar="REASON", help="reject it")
     review.add_argument("--edit-plan", nargs="+", metavar="STEP", help="replace its steps")
+    review.add_argument(
+        "--respond",
+        metavar="RESULT",
+        help="give a waiting tool call (in flight when the run stopped) this result instead "
+        "of calling it again",
+    )
     _add_output_options(resume, progress=True)
     _add_model_options(resume)
     _add_price_options(resume)

@@ -5,7 +5,8 @@ whether a resume gets this far."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -41,12 +42,18 @@ from replan.graphs.persistence import (
     stored_tools,
 )
 from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.run_store import open_run_store
+from replan.graphs.thread_leases import hold_thread, refuse_if_held
 
 
-def _graph(
-    saver: BaseCheckpointSaver[str], tools: Sequence[BaseTool] = ()
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    return build_plan_execute_graph(tools=tools, checkpointer=saver)
+@asynccontextmanager
+async def _run_graph(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[str], tools: Sequence[BaseTool]
+) -> AsyncIterator[CompiledStateGraph[Any, Any, Any, Any]]:
+    """The run's graph, holding its thread (one runner per thread: `hold_thread`) and keeping
+    its tool calls' intents in the runs database (`open_run_store`)."""
+    async with hold_thread(saver, args.thread_id) as leased, open_run_store(args.db) as store:
+        yield build_plan_execute_graph(tools=tools, checkpointer=leased, store=store)
 
 
 def _tools(args: argparse.Namespace, stored: dict[str, Any]) -> tuple[list[BaseTool], str | None]:
@@ -110,8 +117,8 @@ async def cmd_run(args: argparse.Namespace) -> ExitCode:
     tools, reference = _tools(args, metadata)
     started = metadata.get(STARTED_KEY) if snapshot is not None else _now()
     stored = run_metadata(reference, started)
-    async with open_checkpointer(args.db) as saver:
-        run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, stored))
+    async with open_checkpointer(args.db) as saver, _run_graph(args, saver, tools) as graph:
+        run = Run(args, graph, context, thread_config(args.thread_id, stored))
         follow_up = f", turn {turn}" if turn > 1 else ""
         run.announce = f"Thread {args.thread_id}{follow_up} (resume with: {resume_hint(args)})"
         return await drive(run, {"messages": [HumanMessage(args.objective_text)]})
@@ -124,6 +131,8 @@ async def _thread_so_far(args: argparse.Namespace) -> tuple[dict[str, Any], Stat
         return {}, None
     async with open_checkpointer(args.db, read_only=True) as saver:
         snapshot = await reading_graph(saver).aget_state(thread_config(args.thread_id))
+        if snapshot.metadata is not None and not is_finished(snapshot):
+            await refuse_if_held(saver, args.thread_id)
     if snapshot.metadata is None:
         return {}, None
     return dict(snapshot.metadata), snapshot
@@ -143,8 +152,9 @@ async def continue_run(
     tools, reference = _tools(args, stored)  # loaded only for a run that goes on
     context = _with_stored_mode(context, snapshot)
     metadata = run_metadata(reference, stored.get(STARTED_KEY))
-    run = Run(args, _graph(saver, tools), context, thread_config(args.thread_id, metadata))
-    if not args.quiet:
-        say(f"Resuming thread {args.thread_id} ({run_status(snapshot).text()})")
-    payload: Command[Any] | None = None if review is None else Command(resume=review)
-    return await drive(run, payload, snapshot.values)
+    async with _run_graph(args, saver, tools) as graph:
+        run = Run(args, graph, context, thread_config(args.thread_id, metadata))
+        if not args.quiet:
+            say(f"Resuming thread {args.thread_id} ({run_status(snapshot).text()})")
+        payload: Command[Any] | None = None if review is None else Command(resume=review)
+        return await drive(run, payload, snapshot.values)

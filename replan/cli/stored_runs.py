@@ -21,6 +21,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from replan.cli.call_review import is_call_review
 from replan.cli.output import CliError, ExitCode, emit, say
 from replan.cli.run_settings import as_options
 from replan.cli.summary import cli_start, describe_run, summarize, threads_table
@@ -39,6 +40,7 @@ from replan.graphs.persistence import (
     open_checkpointer,
     stored_thread_ids,
 )
+from replan.graphs.thread_leases import thread_lease
 
 
 def reading_graph(saver: BaseCheckpointSaver[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -71,9 +73,17 @@ def resume_hint(args: argparse.Namespace) -> str:
     return f"replan resume --thread-id {args.thread_id}{db}"
 
 
-def review_hint(args: argparse.Namespace) -> str:
-    """The commands that answer the plan waiting for approval in the run `args` name."""
-    return f"{resume_hint(args)} --approve | --reject [REASON] | --edit-plan STEP ..."
+async def _holder(saver: BaseCheckpointSaver[str], thread_id: str) -> str:
+    """The process running `thread_id` now ("" for none)."""
+    lease = await thread_lease(saver, thread_id)
+    return lease.who() if lease else ""
+
+
+def review_hint(args: argparse.Namespace, value: Any = None) -> str:
+    """The commands that answer the review waiting in the run `args` name: a plan's, or a
+    tool call's when the interrupt `value` asks about one."""
+    last = "--respond RESULT" if is_call_review(value) else "--edit-plan STEP ..."
+    return f"{resume_hint(args)} --approve | --reject [REASON] | {last}"
 
 
 def require_db(args: argparse.Namespace) -> None:
@@ -128,12 +138,24 @@ async def cmd_show(args: argparse.Namespace) -> ExitCode:
     async with open_checkpointer(args.db, read_only=True) as saver:
         snapshot = await stored_snapshot(saver, args)
         started = await run_start(saver, args.thread_id, snapshot)
+        holder = await _holder(saver, args.thread_id)
     if args.json:
-        summary = summarize(args.thread_id, snapshot, prices=prices, started_at=started)
+        summary = summarize(
+            args.thread_id, snapshot, prices=prices, started_at=started, holder=holder
+        )
         emit(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
-        hint = review_hint(args)
-        emit(describe_run(args.thread_id, snapshot, prices, started_at=started, answer_with=hint))
+        hint = review_hint(args, snapshot.interrupts[0].value if snapshot.interrupts else None)
+        emit(
+            describe_run(
+                args.thread_id,
+                snapshot,
+                prices,
+                started_at=started,
+                answer_with=hint,
+                holder=holder,
+            )
+        )
     return ExitCode.OK
 
 
@@ -152,14 +174,18 @@ async def cmd_threads(args: argparse.Namespace) -> ExitCode:
             (thread_id, await graph.aget_state(thread_config(thread_id)))
             for thread_id in await stored_thread_ids(saver)
         ]
+        holders = {thread_id: await _holder(saver, thread_id) for thread_id, _ in runs}
         if args.json:
             summaries = [
                 summarize(
-                    thread_id, snapshot, started_at=await run_start(saver, thread_id, snapshot)
+                    thread_id,
+                    snapshot,
+                    started_at=await run_start(saver, thread_id, snapshot),
+                    holder=holders[thread_id],
                 )
                 for thread_id, snapshot in runs
             ]
             emit(json.dumps(summaries, ensure_ascii=False, indent=2))
             return ExitCode.OK
-    emit(threads_table(runs))
+    emit(threads_table(runs, holders))
     return ExitCode.OK

@@ -37,7 +37,13 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
 State = Literal[
-    "finished", "not_finished", "rejected", "waiting_for_approval", "failed", "interrupted"
+    "finished",
+    "not_finished",
+    "rejected",
+    "waiting_for_approval",
+    "failed",
+    "interrupted",
+    "running",
 ]
 _EXCEPTION_REPR = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
 INPUT_ERROR = InvalidInputError.__name__
@@ -89,11 +95,15 @@ class Status:
     after: bool = False
     """Stopped after `nodes` ran (their writes are saved, the checkpoint that folds them in
     is not), rather than at them."""
+    holder: str = ""
+    """For a running run, the process that runs it (`replan.graphs.thread_leases`)."""
 
     def text(self) -> str:
         """finished / not finished (reason) / rejected / waiting for approval / failed at X /
         failed: REASON (its input refused, `RunError.reason`) / interrupted at X (or after X)."""
         words = self.state.replace("_", " ")
+        if self.holder:
+            return f"{words} in {self.holder}"
         if self.stop_reason and self.state == "not_finished":
             return f"{words} ({self.stop_reason})"
         if self.errors and all(error.type == INPUT_ERROR for error in self.errors):
@@ -112,8 +122,11 @@ def is_finished(snapshot: StateSnapshot) -> bool:
     return not snapshot.tasks
 
 
-def run_status(snapshot: StateSnapshot) -> Status:
-    """The status of the run `snapshot` shows."""
+def run_status(snapshot: StateSnapshot, holder: str = "") -> Status:
+    """The status of the run `snapshot` shows; running in `holder` when a process holds the
+    thread's lease and the run has not ended."""
+    if holder and not is_finished(snapshot):
+        return Status("running", holder=holder)
     if snapshot.interrupts:
         return Status("waiting_for_approval")
     if is_finished(snapshot):
@@ -188,15 +201,17 @@ def summarize(
     prices: Mapping[str, float] | None = None,
     *,
     started_at: str | None = None,
+    holder: str = "",
 ) -> dict[str, Any]:
     """The run as one JSON-ready document, keyed by the state's own names.
 
     `failure` is an error the caller saw that the checkpoint does not show (then the run is
     reported failed with it); `prices` (`price_in`, `price_out`) override the run's own;
-    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`).
+    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`); `holder`
+    the process running it now, if any.
     """
     values = cast(PlanExecuteState, snapshot.values)
-    status = run_status(snapshot)
+    status = run_status(snapshot, holder)
     errors = [vars(error) for error in status.errors]
     pricing = run_prices(snapshot, prices)
     if failure is not None and not errors:
@@ -246,14 +261,16 @@ def describe_run(
     *,
     started_at: str | None = None,
     answer_with: str = "",
+    holder: str = "",
 ) -> str:
     """A multi-line report of a stored run: status (and why it failed), times, settings,
     objective, steps, plan, tasks, model usage (and cost, see `run_prices`) and answer; for a
     plan waiting for approval, the review's question (which says why the last answer was
     refused) and `answer_with`, the commands that answer it (`stored_runs.review_hint`).
-    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`)."""
+    `started_at` is when a run the CLI did not start began (`stored_runs.run_start`); `holder`
+    the process running it now, if any."""
     values = cast(PlanExecuteState, snapshot.values)
-    status = run_status(snapshot)
+    status = run_status(snapshot, holder)
     parts = [f"Thread: {thread_id}", f"Status: {status.text()}"]
     parts += [f"Error: {error.text()}" for error in status.errors]
     parts += [
@@ -330,12 +347,16 @@ def _plan_part(status: Status, values: PlanExecuteState) -> str:
 THREADS_HEADER = ("THREAD", "STATUS", "UPDATED", "OBJECTIVE")
 
 
-def threads_table(runs: list[tuple[str, StateSnapshot]]) -> str:
-    """A header and one aligned row per run: thread id, status, last update, objective."""
+def threads_table(
+    runs: list[tuple[str, StateSnapshot]], holders: Mapping[str, str] | None = None
+) -> str:
+    """A header and one aligned row per run: thread id, status (running in the process of
+    `holders`, by thread), last update, objective."""
+    holders = holders or {}
     rows = [THREADS_HEADER] + [
         (
             thread_id,
-            run_status(snapshot).text(),
+            run_status(snapshot, holders.get(thread_id, "")).text(),
             local_time(snapshot.created_at),
             first_line(turn_objective(cast(PlanExecuteState, snapshot.values)), SNIPPET_CHARS),
         )

@@ -143,7 +143,7 @@ def test_the_resume_hint_appears_once_the_run_is_saved(
             assert gate.reached.wait(timeout=60)
             assert err.wait_for("Thread s (resume with: replan resume --thread-id s)")
             shown = invoke(capsys, "show", "--thread-id", "s")
-            assert shown.code == 0 and "Status: interrupted at planner" in shown.out
+            assert shown.code == 0 and f"Status: running in process {run.pid} on" in shown.out
         finally:
             run.kill()
             run.wait(timeout=60)

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from langchain_core.tools import tool
+from replan import declare_effects
 
 HERE = Path(__file__).parent
 
@@ -54,7 +55,7 @@ def price(item: str) -> str:
     return f"{item} costs 4.20"
 
 
-TOOLS = [price]
+TOOLS = [declare_effects(price, read_only=True)]  # a look-up: made again after a stop
 '''
 
 

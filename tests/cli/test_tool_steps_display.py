@@ -17,6 +17,7 @@ from replan.cli.progress import ProgressPrinter
 from replan.cli.summary import describe_run, summarize
 from replan.graphs.context import Context
 from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.tools.effects import declare_effects
 from tests.support.fake_models import FakeChatModel, call
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "shown"}}
@@ -26,6 +27,9 @@ CONFIG: RunnableConfig = {"configurable": {"thread_id": "shown"}}
 def price(item: str) -> str:
     """The price of an item, in EUR."""
     return {"A": "4.20", "B": "1.50"}[item]
+
+
+declare_effects(price, read_only=True)  # a look-up: its result may be reused
 
 
 def _run_with_progress() -> tuple[Any, str]:
@@ -80,6 +84,8 @@ def test_show_and_json_show_tool_steps_and_reused_calls() -> None:
         "status": "done",
         "tool": "price",
         "args": {"item": "A"},
+        "read_only": True,
+        "after": 0,
     }
     assert again["reused_from"] == 1
 

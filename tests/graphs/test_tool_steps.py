@@ -31,6 +31,7 @@ from replan.testing import plan_script as script
 from replan.testing import text as said
 from replan.testing.requests import step_tools, steps_schema
 from replan.tools.calculator import calculator
+from replan.tools.effects import declare_effects
 from tests.support.fake_models import FakeChatModel, Mode, Request, both_modes, call, run, text
 from tests.support.kill_gates import kill_at_gate
 from tests.support.tool_step_child import CALLS_FILE, GATE_FILE, THREAD, looked_up
@@ -80,7 +81,8 @@ class Kit:
                 raise ToolException("Error: busy, try again")
             return f"{city}: 09:30"
 
-        return [price, double, note, flaky]
+        read_only = [declare_effects(t, read_only=True) for t in (price, double)]
+        return [*read_only, note, flaky]
 
 
 def plan_call(*steps: Any) -> AIMessage:
@@ -384,6 +386,31 @@ def test_the_same_call_twice_in_one_wave_is_made_once() -> None:
 
     assert kit.calls == [("price", "A")]
     assert [d.get("reused_from") for d in result["executed_steps"]] == [None, 1]
+
+
+def test_a_call_of_a_tool_that_acts_is_made_each_time_it_is_planned() -> None:
+    kit = Kit()
+    note = {"tool": "note", "args": {"text": "hi"}}
+    model = FakeChatModel(planner=[plan_call(note)], replanner=[plan_call(note), respond("ok")])
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Notes", config=CONFIG)
+
+    assert kit.calls == [("note", "hi"), ("note", "hi")]
+    assert all("reused_from" not in done for done in result["executed_steps"])
+
+
+def test_a_look_up_after_a_step_that_acted_is_made_again() -> None:
+    kit = Kit()
+    note = {"tool": "note", "args": {"text": "hi"}}
+    model = FakeChatModel(
+        planner=[plan_call(price_step("A"), note)],  # one wave: the note may come first
+        replanner=[plan_call(price_step("A")), respond("ok")],
+    )
+    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    run(graph, "Prices", config=CONFIG, context=WHEN_NEEDED)
+
+    assert sorted(kit.calls) == [("note", "hi"), ("price", "A"), ("price", "A")]
+    assert final_state(graph).get("reused_calls", 0) == 0
 
 
 @both_modes

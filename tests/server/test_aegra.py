@@ -171,6 +171,48 @@ def test_a_killed_server_s_run_is_taken_over_without_running_finished_steps_agai
     assert script.executor_steps(requests) == [1, 2, 2]  # step 2 again, step 1 once
 
 
+class CreateThenHold:
+    """Step 1's executor creates a task; the model request after the task tool's result is
+    held (a call returned, the next request awaited) until released."""
+
+    def __init__(self) -> None:
+        self.reached, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        call = script.classify(request)
+        used_a_tool = any(m.get("role") == "tool" for m in request.get("messages", []))
+        if call.role == "executor" and call.step == 1:
+            if not used_a_tool:
+                return tool_call("TaskCreate", TASK)
+            if not self.reached.is_set():
+                self.reached.set()
+                self.release.wait(HOLD_SECONDS)
+        return script.respond(request)
+
+
+def test_a_killed_server_s_step_goes_on_without_making_its_finished_call_again(
+    cluster: Cluster, model: ScriptedOpenAIServer
+) -> None:
+    hold = CreateThenHold()
+    with responding(model, hold):
+        with cluster.server("first") as first:
+            client = get_sync_client(url=first.url)
+            thread = client.threads.create()["thread_id"]
+            objective = {"messages": [{"role": "user", "content": "Ship it in 1 steps"}]}
+            run = client.runs.create(thread, SHARED_GRAPH, input=objective)
+            assert hold.reached.wait(HOLD_SECONDS), first.log_tail()
+            first.kill()  # the task is created; the step's next model request is awaited
+        hold.release.set()
+        with cluster.server("second") as second:  # its reaper re-queues the run; it finishes
+            client = get_sync_client(url=second.url)
+            client.runs.join(thread, run["run_id"])
+            finished = client.runs.get(thread, run["run_id"])
+    assert finished["status"] == "success", second.log_tail()
+    with PostgresTaskStore(cluster.database_url, list_name=SHARED_LIST) as store:
+        subjects = [task.subject for task in store.read().tasks]
+    assert subjects == [TASK["subject"]]  # created once: the resumed step did not call again
+
+
 def test_two_servers_finish_20_runs_started_at_once_each_planned_once(
     cluster: Cluster, model: ScriptedOpenAIServer
 ) -> None:
