@@ -32,14 +32,13 @@ from langgraph_sdk import get_sync_client
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from replan.testing.aegra import (
+    add_server_options,
     aegra_database,
     aegra_env,
     aegra_server,
-    ensure_venv,
-    find_python,
     finish_all,
+    prepared_aegra,
     redis_names,
-    redis_problem,
     start_runs_at_once,
 )
 
@@ -99,15 +98,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--slots", type=int, default=5, help="runs at once per process")
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    add_server_options(parser)
     args = parser.parse_args()
-    python = find_python()
-    if python is None:
-        raise SystemExit("no Python 3.12 or later found (set REPLAN_AEGRA_PYTHON)")
-    if problem := redis_problem(args.redis):
-        raise SystemExit(problem)
-    aegra = ensure_venv(python, REPO / ".venv-aegra", REPO)
+    aegra = prepared_aegra(args.redis, REPO)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, {args.runs} runs, latency {args.latency}s")
     print(f"{'slots per process':>18} {'1 process':>10} {'2 processes':>12} {'2 / 1':>6}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,10 +26,13 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from replan.state.plans import InMemoryPlanStorage
 from replan.state.tasks import Task, TaskContext
 from replan.tools.calculator import calculate, calculator_tool
+from replan.tools.effects import declare_effects
 from replan.tools.plan_tools import plan_tools
 
 # --- the suite's tools --------------------------------------------------------------------
 
+ACTING = frozenset({"place_order"})
+"""The world's tools that change it; the others look things up."""
 CATALOGUE = {"kettle": 24.90, "toaster": 31.50, "blender": 28.20}
 """Prices in EUR."""
 MILES = 5
@@ -195,12 +198,12 @@ class Kit:
         """The tools called `names`: the methods above, and replan's plan-document tools."""
         documents = {t.name: t for t in plan_tools(self.plans, workspace=self.folder)}
         documents["calculator"] = calculator_tool()
-        return [
-            documents[name]
-            if name in documents
-            else StructuredTool.from_function(getattr(self, name), handle_tool_error=True)
-            for name in names
-        ]
+        return [documents[name] if name in documents else self._tool(name) for name in names]
+
+    def _tool(self, name: str) -> BaseTool:
+        """The method `name` as a tool, declared read-only unless it acts (places an order)."""
+        tool = StructuredTool.from_function(getattr(self, name), handle_tool_error=True)
+        return tool if name in ACTING else declare_effects(tool, read_only=True)
 
 
 # --- outcomes and checkers ----------------------------------------------------------------

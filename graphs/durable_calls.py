@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -172,6 +173,10 @@ class DurableCalls:
         token = _KEY.set(key)
         try:
             return self.inner(request, execute)
+        except GraphBubbleUp:  # the tool paused itself (`interrupt`): it runs again on resume
+            if store is not None:
+                store.delete(INTENTS, key)
+            raise
         finally:
             _KEY.reset(token)
 
@@ -186,6 +191,10 @@ class DurableCalls:
         token = _KEY.set(key)
         try:
             return await self.ainner(request, execute)
+        except GraphBubbleUp:  # the tool paused itself (`interrupt`): it runs again on resume
+            if store is not None:
+                await store.adelete(INTENTS, key)
+            raise
         finally:
             _KEY.reset(token)
 

@@ -30,6 +30,7 @@ from replan.state.plans import (
     WorkspaceError,
 )
 from replan.tools.arguments import explain_validation_error
+from replan.tools.effects import declare_effects
 from replan.tools.plan_descriptions import FIELD_DESCRIPTIONS, TOOL_DESCRIPTIONS
 from replan.tools.task_descriptions import Language, check_language
 
@@ -168,7 +169,17 @@ def plan_tools(
         set_plan_status,
         get_plan_status,
     ]
-    return [_tool(func, schemas[func.__name__], descriptions[func.__name__]) for func in functions]
+    tools = [_tool(func, schemas[func.__name__], descriptions[func.__name__]) for func in functions]
+    for tool in tools:  # what each does (`replan.tools.effects`); the writes act
+        if tool.name in READ_ONLY:
+            declare_effects(tool, read_only=True)
+        elif tool.name == "delete_plan":
+            declare_effects(tool, destructive=True)
+    return tools
+
+
+READ_ONLY = frozenset({"read_plan", "list_plans", "get_plan_status"})
+"""The plan tools that change nothing."""
 
 
 def _existing(store: PlanStorage, name: str) -> Plan:

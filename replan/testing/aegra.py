@@ -17,6 +17,7 @@ imported at module level (psycopg and langgraph-sdk on use), so any Python can r
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import glob
 import hashlib
@@ -281,10 +282,25 @@ def finish_all(runs: Sequence[StartedRun]) -> list[Run]:
     return [run.client.runs.get(run.thread_id, run.run_id) for run in runs]
 
 
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """The `--postgres` and `--redis` options of a benchmark that starts Aegra servers."""
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+
+
+def prepared_aegra(redis: str, project: Path) -> Path:
+    """The `aegra` command of `project`'s `.venv-aegra/` (made if missing), once Python 3.12+
+    and the Redis server at `redis` are there; SystemExit saying what is missing."""
+    python = find_python()
+    if python is None:
+        raise SystemExit(f"no Python 3.12 or later found (set {PYTHON_ENV})")
+    if problem := redis_problem(redis):
+        raise SystemExit(problem)
+    return ensure_venv(python, project / ".venv-aegra", project)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Prepare an Aegra environment ahead (CI starts this while it installs the rest)."""
-    import argparse
-
     parser = argparse.ArgumentParser(description="make or update an Aegra environment")
     parser.add_argument("--venv", type=Path, required=True)
     parser.add_argument("project", type=Path, help="the project to install with [server]")

@@ -3,10 +3,12 @@ tool calls the model got wrong."""
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command, interrupt
 
 from replan.graphs.plan_execute import build_plan_execute_graph
@@ -200,7 +202,10 @@ def test_a_call_to_an_unknown_tool_gets_an_error_reply(mode: Mode) -> None:
 
 
 @both_modes
-def test_a_tool_may_interrupt_and_the_step_resumes_where_it_stopped(mode: Mode) -> None:
+@pytest.mark.parametrize("store", [None, "in memory"])
+def test_a_tool_may_interrupt_and_the_step_resumes_where_it_stopped(
+    mode: Mode, store: str | None
+) -> None:
     @tool
     def ask_person(question: str) -> str:
         """Ask the person running the agent."""
@@ -214,8 +219,12 @@ def test_a_tool_may_interrupt_and_the_step_resumes_where_it_stopped(mode: Mode) 
         ],
         replanner=[respond("confirmed")],
     )
-    graph = build_plan_execute_graph(
-        model, [ask_person], checkpointer=InMemorySaver(), task_tools="compact"
+    graph = build_plan_execute_graph(  # with a store, its call's intent is written too
+        model,
+        [ask_person],
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore() if store else None,
+        task_tools="compact",
     )
     config: RunnableConfig = {"configurable": {"thread_id": "ask"}}
 
