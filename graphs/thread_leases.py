@@ -2,8 +2,8 @@
 holds a lease on its thread (`hold_thread`), kept in the table `replan_leases` beside the
 checkpoints.
 
-A lease names its holder (process and host), lasts `LEASE_SECONDS` and is renewed every
-`RENEW_SECONDS` while the run runs; one whose process is gone from this host counts as lapsed.
+A lease names its holder (process and host), lasts `lease_seconds()` and is renewed at a third
+of that while the run runs; one whose process is gone from this host counts as lapsed.
 Taking a thread whose lease is held and live raises `ThreadHeldError` (one line saying who
 holds it); a lapsed lease is taken over, and each taking raises the thread's epoch. Every
 checkpoint write of the holder first checks that the epoch is still its own, so a holder that
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import math
 import os
 import socket
 import time
@@ -28,9 +29,8 @@ if TYPE_CHECKING:  # `replan show` and `threads` read leases without loading Lan
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 LEASE_ENV = "REPLAN_LEASE_SECONDS"
-LEASE_SECONDS = float(os.environ.get(LEASE_ENV) or 30.0)
-"""How long a lease lasts unless renewed (`$REPLAN_LEASE_SECONDS`, default 30)."""
-RENEW_SECONDS = LEASE_SECONDS / 3
+DEFAULT_LEASE_SECONDS = 30.0
+"""How long a lease lasts unless renewed, when `$REPLAN_LEASE_SECONDS` does not say."""
 """How often a running holder renews its lease."""
 TABLE = "replan_leases"
 _CREATE = (
@@ -54,6 +54,24 @@ _RELEASE = f"UPDATE {TABLE} SET expires_at = 0 WHERE thread_id = ? AND epoch = ?
 _EXISTS_SQLITE = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{TABLE}'"
 
 T = TypeVar("T")
+
+
+class LeaseSettingError(ValueError):
+    """`$REPLAN_LEASE_SECONDS` is not a number of seconds above 0; the message is one line."""
+
+
+def lease_seconds() -> float:
+    """How long a lease lasts unless renewed: `$REPLAN_LEASE_SECONDS`, else 30 s."""
+    given = os.environ.get(LEASE_ENV, "").strip()
+    if not given:
+        return DEFAULT_LEASE_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise LeaseSettingError(f"{LEASE_ENV} must be a number of seconds above 0, not {given!r}")
+    return seconds
 
 
 class ThreadHeldError(Exception):
@@ -152,7 +170,7 @@ def _held(thread_id: str, held: Lease | None) -> str:
     """Who holds `thread_id`, in one line (another process's lease, just taken, when `held`
     is None)."""
     who = held.who() if held else "another process"
-    left = max(0.0, held.expires_at - time.time()) if held else LEASE_SECONDS
+    left = max(0.0, held.expires_at - time.time()) if held else lease_seconds()
     return (
         f"thread {thread_id} is running in {who}; wait for it to end, or for its lease to "
         f"lapse ({left:.0f} s without renewal) if that process is gone"
@@ -164,16 +182,16 @@ async def take_lease(saver: BaseCheckpointSaver[Any], thread_id: str, holder: st
     Raises ThreadHeldError while another holder's lease is live."""
     table = _Table(saver)
     await table.run(_CREATE)
-    now = time.time()
+    now, lasts = time.time(), lease_seconds()
     host, pid = socket.gethostname(), os.getpid()
-    taken = await table.run(_TAKE, (thread_id, holder, host, pid, now + LEASE_SECONDS, now))
+    taken = await table.run(_TAKE, (thread_id, holder, host, pid, now + lasts, now))
     rows = [] if taken else await table.run(_READ, (thread_id,))
     held = Lease(thread_id, *rows[0]) if rows else None
     if held is not None and not held.live(now):  # its process is gone: taken over at once
-        params = (holder, host, pid, now + LEASE_SECONDS, thread_id, held.epoch)
+        params = (holder, host, pid, now + lasts, thread_id, held.epoch)
         taken = await table.run(_STEAL, params)
     if taken:
-        return Lease(thread_id, holder, host, pid, int(taken[0][0]), now + LEASE_SECONDS)
+        return Lease(thread_id, holder, host, pid, int(taken[0][0]), now + lasts)
     raise ThreadHeldError(_held(thread_id, held))
 
 
@@ -199,10 +217,11 @@ class _Holding:
 
     async def renew(self) -> None:
         """Renew the lease until it is lost (the next write then stops the run)."""
+        lasts = lease_seconds()
         while self.lost is None:
-            await asyncio.sleep(RENEW_SECONDS)
+            await asyncio.sleep(lasts / 3)
             lease = self.lease
-            params = (time.time() + LEASE_SECONDS, lease.thread_id, lease.epoch, lease.holder)
+            params = (time.time() + lasts, lease.thread_id, lease.epoch, lease.holder)
             try:
                 await self.table.run(_RENEW, params)
                 await self.check()

@@ -28,7 +28,12 @@ from replan.graphs.persistence import (
     open_checkpointer,
     saved_settings,
 )
-from replan.graphs.thread_leases import LeaseLostError, ThreadHeldError
+from replan.graphs.thread_leases import (
+    LeaseLostError,
+    LeaseSettingError,
+    ThreadHeldError,
+    lease_seconds,
+)
 
 
 async def cmd_run(args: argparse.Namespace) -> ExitCode:
@@ -69,11 +74,15 @@ async def cmd_resume(args: argparse.Namespace) -> ExitCode:
 
 async def execute(args: argparse.Namespace) -> ExitCode:
     """Run the parsed command; a database that cannot be used is a `CliError`
-    (DATABASE_UNAVAILABLE)."""
+    (DATABASE_UNAVAILABLE), a thread another process runs one too (THREAD_BUSY)."""
     commands = {"run": cmd_run, "resume": cmd_resume, "show": cmd_show, "threads": cmd_threads}
     try:
+        if args.command in ("run", "resume"):  # a run holds its thread: refused before it starts
+            lease_seconds()
         return await commands[args.command](args)
     except DatabaseUnavailableError as exc:
         raise CliError(ExitCode.DATABASE_UNAVAILABLE, one_line(str(exc))) from None
     except (ThreadHeldError, LeaseLostError) as exc:
         raise CliError(ExitCode.THREAD_BUSY, one_line(str(exc))) from None
+    except LeaseSettingError as exc:
+        raise CliError(ExitCode.USAGE, str(exc)) from None

@@ -113,3 +113,18 @@ def test_a_resume_whose_tools_moved_says_how_to_give_them(
         capsys, "resume", "--thread-id", "g", "--approve", "--tools", "moved/shop.py:TOOLS"
     )
     assert resumed.code == 0, resumed.err
+
+
+@pytest.mark.parametrize("given", ["abc", "0", "-5", "inf"])
+def test_a_lease_length_that_is_not_seconds_is_one_line(
+    here: Path, given: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REPLAN_LEASE_SECONDS", given)
+    refused = invoke(capsys, "run", "Ship it in 1 steps", "--thread-id", "l", "--quiet")
+    assert (refused.code, refused.err) == (
+        2,
+        f"replan: REPLAN_LEASE_SECONDS must be a number of seconds above 0, not {given!r}\n",
+    )
+    assert _stored(here) == []  # refused before anything was stored
+    monkeypatch.setenv("REPLAN_LEASE_SECONDS", "2.5")
+    assert invoke(capsys, "run", "Ship it in 1 steps", "--thread-id", "l", "--quiet").code == 0
