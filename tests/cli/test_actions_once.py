@@ -5,6 +5,8 @@ PostgreSQL; every tool effect is a line in a file, with the call's idempotency k
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,10 +16,12 @@ import pytest
 
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import PLANNED, finish, run_cli, start_cli
+from tests.support.cli_harness import PLANNED, cli_env, finish, run_cli, start_cli
 from tests.support.kill_gates import kill_at_gate
 
 pytestmark = pytest.mark.slow  # crash tests: real processes, killed mid-run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TOOLS = '''
 import os, time
@@ -212,4 +216,23 @@ def test_a_holder_that_wakes_after_a_take_over_stops_before_it_acts_again(
     assert woken.code == 9, woken.err
     assert "thread k5 was taken over by process" in woken.err
     # the woken holder wrote nothing and called nothing: a once, b once (by the taker)
+    assert [e[:2] for e in _effects(tools_env)] == [("append", "a"), ("append", "b")]
+
+
+def test_a_step_killed_while_the_checkpoint_after_its_call_is_written_makes_it_once(
+    tmp_path: Path, tools_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HELD_AFTER_TOOL_CALL", "1")  # SQLite: the write is held in its saver
+    gate = tmp_path / "writing"
+    with ScriptedOpenAIServer(Script("append")) as server:
+        held = [sys.executable, "-m", "tests.support.held_write", str(gate),
+                *_run_args("k6", [])]  # fmt: skip
+        env = {**cli_env(server), "PYTHONPATH": str(ROOT)}
+        run = subprocess.Popen(held, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+        kill_at_gate(run, gate)
+        assert [e[:2] for e in _effects(tools_env)] == [("append", "a")]
+        resumed = run_cli(server, tmp_path, "resume", "--thread-id", "k6")
+        assert resumed.code == 0, resumed.err
+    # the call's result was saved as its task finished, before the loop's checkpoint
     assert [e[:2] for e in _effects(tools_env)] == [("append", "a"), ("append", "b")]
