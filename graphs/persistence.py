@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # loaded when used: `replan --help` reads DEFAULT_DB from her
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.postgres.aio import AsyncPostgresStore
     from psycopg import AsyncConnection
     from psycopg.rows import DictRow
 
@@ -317,7 +318,7 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
         saver_class = leaving_stopped_tasks_out(AsyncPostgresSaver)
         saver = saver_class(conn, serde=checkpoint_serializer())
         try:
-            await _setup_postgres(saver, conn)
+            await setup_postgres(saver, conn)
         except (psycopg.Error, TimeoutError) as exc:
             raise unavailable("cannot set up", shown, exc) from exc
         try:
@@ -330,9 +331,12 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
         await conn.close()
 
 
-async def _setup_postgres(saver: AsyncPostgresSaver, conn: AsyncConnection[DictRow]) -> None:
-    """`saver.setup()` under `SETUP_LOCK_KEY`, taken by polling so that a waiting process holds
-    no snapshot (the migrations build indexes concurrently, which waits for open snapshots)."""
+async def setup_postgres(
+    saver: AsyncPostgresSaver | AsyncPostgresStore, conn: AsyncConnection[DictRow]
+) -> None:
+    """`saver.setup()` (a saver's or a store's) under `SETUP_LOCK_KEY`, taken by polling on
+    `conn` so that a waiting process holds no snapshot (the migrations build indexes
+    concurrently, which waits for open snapshots: two processes setting up at once hang)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SETUP_WAIT_SECONDS
     while not await _try_lock(conn, SETUP_LOCK_KEY):

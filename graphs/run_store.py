@@ -8,8 +8,13 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from langgraph.store.base import BaseStore
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow
 
 from replan.graphs.persistence import (
     BUSY_TIMEOUT_SECONDS,
@@ -18,6 +23,7 @@ from replan.graphs.persistence import (
     DatabaseUnavailableError,
     display_target,
     is_postgres_url,
+    setup_postgres,
     sqlite_path,
     unavailable,
 )
@@ -41,9 +47,9 @@ async def open_run_store(
             ) from exc
         try:
             async with AsyncPostgresStore.from_conn_string(str(target)) as postgres:
-                await postgres.setup()
+                await setup_postgres(postgres, cast("AsyncConnection[DictRow]", postgres.conn))
                 yield postgres
-        except psycopg.Error as exc:
+        except (psycopg.Error, TimeoutError) as exc:
             raise unavailable("cannot use", shown, exc) from exc
         return
     import aiosqlite
