@@ -16,8 +16,17 @@ import pytest
 
 from replan.testing import Reply, ScriptedOpenAIServer, tool_call
 from replan.testing import plan_script as script
-from tests.support.cli_harness import PLANNED, cli_env, finish, run_cli, start_cli
+from tests.support.cli_harness import (
+    PLANNED,
+    REPLAN,
+    blocked_reading_stdin,
+    cli_env,
+    finish,
+    run_cli,
+    start_cli,
+)
 from tests.support.kill_gates import kill_at_gate
+from tests.support.terminal import Terminal
 
 pytestmark = pytest.mark.slow  # crash tests: real processes, killed mid-run
 
@@ -235,4 +244,26 @@ def test_a_step_killed_while_the_checkpoint_after_its_call_is_written_makes_it_o
         resumed = run_cli(server, tmp_path, "resume", "--thread-id", "k6")
         assert resumed.code == 0, resumed.err
     # the call's result was saved as its task finished, before the loop's checkpoint
+    assert [e[:2] for e in _effects(tools_env)] == [("append", "a"), ("append", "b")]
+
+
+def test_a_run_killed_while_a_call_waits_for_a_decision_keeps_waiting(
+    tmp_path: Path, tools_env: Path, runs_db: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOLD_IN", "append:b")
+    with ScriptedOpenAIServer(Script("append")) as server:
+        run = start_cli(server, tmp_path, *_run_args("k7", runs_db))
+        kill_at_gate(run, Path(f"{tools_env}.gate"))  # type: ignore[arg-type]
+        env = {**cli_env(server, runs_db[-1] if runs_db else None), "HOLD_IN": ""}
+        asking = Terminal([REPLAN, "resume", "--thread-id", "k7"], tmp_path, env)
+        assert asking.wait_for("Call it again?"), asking.text()
+        assert blocked_reading_stdin(asking.process.pid), asking.text()  # the moment: the prompt
+        asking.process.send_signal(signal.SIGKILL)
+        asking.finish()
+        shown = run_cli(server, tmp_path, "show", "--thread-id", "k7", *runs_db)
+        assert "Status: waiting for approval" in shown.out, shown.out
+        assert len(_effects(tools_env)) == 2  # nothing made again
+        given = ("--respond", "append b done")
+        ended = run_cli(server, tmp_path, "resume", "--thread-id", "k7", *given, *runs_db)
+        assert ended.code == 0, ended.err
     assert [e[:2] for e in _effects(tools_env)] == [("append", "a"), ("append", "b")]
