@@ -214,7 +214,8 @@ def build_plan_execute_graph(
     shared = open_task_store(task_store) if task_store is not None else None
     offers = tool_offers(check_tools(tools), language, shared, task_tools)
     planner = Planner(model, offers, texts, bounds, shared)
-    executor = Executor(model, offers, texts, bounds, shared)
+    saved = checkpointer is not None and checkpointer is not False
+    executor = Executor(model, offers, texts, bounds, shared, checkpointed=saved)
     builder = StateGraph(
         PlanExecuteState,
         context_schema=Context,

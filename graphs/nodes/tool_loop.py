@@ -37,6 +37,7 @@ from langgraph.graph import START, StateGraph
 from replan.graphs.calls import Steps
 from replan.graphs.context import (
     MAX_BOUND,
+    Bounds,
     Context,
     DecisionMode,
     TaskToolsChoice,
@@ -45,13 +46,15 @@ from replan.graphs.graph_state import ACT, EXECUTOR, ExecutorState, StepStatus
 from replan.graphs.model.client import resolve_model
 from replan.graphs.model.decision_modes.json_reply import bind_json, json_value
 from replan.graphs.model.decision_modes.registry import asks_json, strategy
-from replan.graphs.model.offers import ToolOffer
+from replan.graphs.model.offers import ToolOffer, ToolOffers
 from replan.graphs.model.text_calls import text_call_problem
 from replan.graphs.model.turn import ask_model, cut_off, with_distinct_call_ids
 from replan.graphs.nodes.base import ModelNode
 from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
+from replan.graphs.prompts import Prompts
 from replan.graphs.tool_errors import tool_node
+from replan.state.task_stores import TaskStore
 
 PROGRESS_RESULTS = 3
 """How many of the last tool results an unfinished step's note shows."""
@@ -94,7 +97,21 @@ def last_reply(messages: Sequence[AnyMessage]) -> AIMessage | None:
 class ToolLoop(ModelNode):
     """The tool loop of each tool offer (`Context.task_tools`), compiled once, with what the
     executor is asked: a run uses the one its context chose, so its `ToolNode` runs exactly
-    the tools the model was offered."""
+    the tools the model was offered. `checkpointed` says the graph was built with a
+    checkpointer: the loop then saves each turn at `durability="sync"`."""
+
+    def __init__(
+        self,
+        model: BaseChatModel | None,
+        offers: ToolOffers,
+        prompts: Prompts,
+        bounds: Bounds,
+        task_store: TaskStore | None = None,
+        *,
+        checkpointed: bool = False,
+    ) -> None:
+        super().__init__(model, offers, prompts, bounds, task_store)
+        self.checkpointed = checkpointed
 
     @functools.cached_property
     def instructions(self) -> dict[TaskToolsChoice, str]:
@@ -235,9 +252,13 @@ class ToolLoop(ModelNode):
         builder.add_edge(START, ACT)
         builder.add_conditional_edges(ACT, self.route)
         builder.add_edge(TOOLS, ACT)
-        # The loop keeps the run's durability: a step resumed after a crash goes on from its
-        # last saved turn, and its finished tool calls are not made again (durable_calls).
-        return builder.compile(name=EXECUTOR).with_config(recursion_limit=2 * MAX_BOUND + 5)
+        compiled = builder.compile(name=EXECUTOR).with_config(recursion_limit=2 * MAX_BOUND + 5)
+        if not self.checkpointed:  # a server's saver: the run's durability (aegra.json: sync)
+            return compiled
+        # Each turn is saved before the next starts, whatever the run's durability: a step
+        # resumed after a crash goes on from its last turn, and the calls that turn made are
+        # found by their keys, not asked of the model again (durable_calls).
+        return compiled.bind(durability="sync")
 
     def step_result(
         self, messages: Sequence[AnyMessage], max_steps: int, max_tokens: int

@@ -51,20 +51,20 @@ def test_a_killed_dev_server_s_call_in_flight_waits_for_a_decision(tmp_path: Pat
         first, client = _serving(repo, env, tmp_path / "first.log")
         try:
             thread = str(client.threads.create()["thread_id"])
-            client.runs.create(thread, GRAPH, input=OBJECTIVE)
+            client.runs.create(thread, GRAPH, input=OBJECTIVE, durability="sync")
             kill_at_gate(first, Path(f"{effects}.gate"))  # type: ignore[arg-type]
         finally:
             stop_dev_server(first)
         second, client = _serving(repo, env, tmp_path / "second.log")
         try:
             client.threads.create(thread_id=thread, if_exists="do_nothing")
-            client.runs.wait(thread, GRAPH, input=None)
+            client.runs.wait(thread, GRAPH, input=None, durability="sync")
             state = client.threads.get_state(thread)
             (paused,) = {i["id"]: i for t in state["tasks"] for i in t["interrupts"]}.values()
             assert paused["value"]["action_requests"][0]["args"] == {"text": "b"}
             assert len(_effects(effects)) == 2  # not made again without a decision
             answer = {"decisions": [{"type": "respond", "message": "append b done"}]}
-            done = client.runs.wait(thread, GRAPH, command={"resume": answer})
+            done = client.runs.wait(thread, GRAPH, command={"resume": answer}, durability="sync")
         finally:
             stop_dev_server(second)
     assert isinstance(done, dict) and done["response"].startswith("All 1 steps"), done
