@@ -29,6 +29,7 @@ from replan.graphs.context import (
 from replan.graphs.model.text_calls import OfferedTools
 from replan.state.task_stores import TaskStore
 from replan.tools.calculator import is_computing
+from replan.tools.returns import return_schema, shape_of
 from replan.tools.task_descriptions import Language
 from replan.tools.task_tools import task_tools
 
@@ -65,7 +66,8 @@ class ToolOffer:
         """One short line per tool of the caller's for the head of every request (`tool_lines`;
         the task tools are the executor's, which it is offered with their schemas)."""
         own = [spec for spec in self.specs if spec["function"]["name"] in self.own]
-        return tool_lines(own) or NO_TOOLS_LISTED
+        returns = {tool.name: schema for tool in self.tools if (schema := return_schema(tool))}
+        return tool_lines(own, returns) or NO_TOOLS_LISTED
 
     def computing_note(self, template: str) -> str:
         """`template` (a prompt's `{computing}` text) with its `{tools}` naming the computing
@@ -97,15 +99,21 @@ class ToolOffers(Mapping[TaskToolsChoice, ToolOffer]):
         return self.default if context.task_tools is None else context.task_tools
 
 
-def tool_lines(specs: Sequence[Mapping[str, Any]]) -> str:
-    """One short line per tool (OpenAI function specs): `- name(arg, ...): first sentence`."""
+def tool_lines(
+    specs: Sequence[Mapping[str, Any]], returns: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """One short line per tool (OpenAI function specs): `- name(arg, ...): first sentence`,
+    then `→ {field, ...}` for a tool whose schema of what it returns `returns` holds."""
     lines = []
     for spec in specs:
         function = spec["function"]
         arguments = ", ".join((function.get("parameters") or {}).get("properties") or {})
         description = " ".join((function.get("description") or "").split())
         summary = description.split(". ")[0].rstrip(".")
-        lines.append(f"- {function['name']}({arguments}): {summary}")
+        line = f"- {function['name']}({arguments}): {summary}"
+        if shape := shape_of((returns or {}).get(function["name"]) or {}):
+            line += f" → {shape}"
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -41,8 +41,8 @@ from replan.graphs.graph_state import REPLY, PlanExecuteState, PlanItem, Planned
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
+from replan.graphs.plan.references import references
 from replan.graphs.plan.scheduling import wave
-from replan.graphs.plan.tool_steps import references
 from replan.graphs.plan.views import format_plan, plan_items
 from replan.graphs.prompts import Prompts
 

@@ -11,13 +11,8 @@ from replan.graphs.calls import Call, Steps
 from replan.graphs.context import ToolErrorsChoice
 from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
 from replan.graphs.plan.own_tools import OwnTools
-from replan.graphs.plan.tool_steps import (
-    WholeResult,
-    format_call,
-    references,
-    same_call,
-    substitute,
-)
+from replan.graphs.plan.references import UnresolvedPath, references
+from replan.graphs.plan.tool_steps import WholeResult, format_call, same_call, substitute
 from replan.graphs.prompts import Prompts
 from replan.graphs.tool_errors import reports, tool_error_text
 
@@ -28,8 +23,9 @@ def run_tool_step(
     """Carry out a tool step: call its tool once, with its references replaced, and record the
     tool's answer (and whether the call may have acted). A call of a read-only tool an earlier
     step already made, with nothing acting since, takes that step's result instead; a step
-    whose references are not done, whose tool the run does not have, or whose reference puts a
-    JSON object or list into a string argument, fails without a call;
+    whose references are not done, whose tool the run does not have, whose reference puts a
+    JSON object or list into a string argument, or whose reference's path names nothing, fails
+    without a call;
     so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`)."""
     step = run["step"]
     tool, args = step.get("tool", ""), step.get("args") or {}
@@ -56,6 +52,9 @@ def run_tool_step(
         called = substitute(args, texts, tools.parameters[tool], computes=tool in tools.computing)
     except WholeResult as unfit:
         result = prompts.tool_step_whole_result.format(argument=unfit.argument, shape=unfit.shape)
+        return {"executed_steps": [record(result, "failed", args)]}
+    except UnresolvedPath as unfit:
+        result = prompts.tool_step_no_field.format(reference=unfit.reference, problem=unfit.problem)
         return {"executed_steps": [record(result, "failed", args)]}
     if same := same_call(tool, called, run.get("earlier_calls", [])):
         reused = record(same["result"], "done", called)

@@ -27,7 +27,8 @@ from typing import Any
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.progress import step_key
-from replan.graphs.plan.tool_steps import format_call, references, renumber
+from replan.graphs.plan.references import references, renumber
+from replan.graphs.plan.tool_steps import format_call
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from replan.graphs.durable_calls import durable_tool_node
 from replan.graphs.model.decision_modes.strategy import inline_refs
-from replan.graphs.plan.tool_steps import (
-    NUMBER_TYPES,
-    REFERENCE,
-    REFERENCE_SCHEMA,
-    _types,
-)
+from replan.graphs.plan.references import REFERENCE, REFERENCE_SCHEMA
+from replan.graphs.plan.tool_steps import _types
 from replan.tools.arguments import validation_problems
 from replan.tools.calculator import is_computing
 from replan.tools.effects import ToolEffects, effects_by_name
@@ -84,14 +80,15 @@ class OwnTools:
     def item_schemas(self) -> list[dict[str, Any]]:
         """One `steps` item schema per tool: its name fixed by a one-value `enum` (honoured by
         more servers than `const`), its arguments inlined with `additionalProperties: false`,
-        a reference `"$N"` allowed wherever an argument is a number (a result is read as one
-        there; a yes/no or a list is never a step's result)."""
+        a reference (`"$N"`, `"$N.field"`, `replan.graphs.plan.references`) allowed wherever an
+        argument is a number, a list or an object, so that a server enforcing the schema accepts
+        it there too (not for a yes/no: small models put "$1" there for no reason)."""
         return [self._item_schema(name) for name in self.by_name]
 
     def _item_schema(self, name: str) -> dict[str, Any]:
         parameters = self.parameters[name]
         properties = {
-            key: {"anyOf": [prop, REFERENCE_SCHEMA]} if _types(prop) & NUMBER_TYPES else prop
+            key: {"anyOf": [prop, REFERENCE_SCHEMA]} if _types(prop) & REFERABLE else prop
             for key, prop in (parameters.get("properties") or {}).items()
         }
         args: dict[str, Any] = {"type": "object", "properties": properties}
@@ -201,12 +198,18 @@ def _argument(node: ast.expr, source: str) -> Any:
 NO_TOOLS = OwnTools(())
 
 
+REFERABLE = frozenset({"number", "integer", "array", "object"})
+"""The argument types a plan's schema offers a reference for (text takes one as it is)."""
+_STAND_INS: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
 def _placeheld(args: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
-    """`args` with a stand-in value for each whole reference to a number (its type is known,
-    its value only once the step it names is done)."""
+    """`args` with a stand-in value for each whole reference where text does not go (its type
+    is known, its value only once the step it names is done)."""
     out = dict(args)
     for name, value in args.items():
         kinds = _types(properties.get(name) or {})
-        if isinstance(value, str) and REFERENCE.fullmatch(value) and kinds & NUMBER_TYPES:
-            out[name] = 1
+        if isinstance(value, str) and REFERENCE.fullmatch(value) and "string" not in kinds:
+            kind = next((kind for kind in _STAND_INS if kind in kinds), None)
+            out[name] = value if kind is None else _STAND_INS[kind]
     return out

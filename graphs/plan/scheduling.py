@@ -19,7 +19,8 @@ from replan.graphs.graph_state import (
     StepRun,
     effective_mode,
 )
-from replan.graphs.plan.tool_steps import call_key, references
+from replan.graphs.plan.references import references
+from replan.graphs.plan.tool_steps import call_key
 from replan.state.tasks import TaskContext
 
 

@@ -49,37 +49,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-REFERENCE = re.compile(r"\$([1-9][0-9]*)")
-"""`$N`: the result of step N."""
-REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": r"^\$[1-9][0-9]*$"}
-"""What a non-string argument may be instead of its value: a reference `"$N"`."""
+from replan.graphs.plan.references import REFERENCE, as_text, parsed, resolve, shape
+
 _NUMBER_AT_END = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+[^\s\d]{1,12})?\s*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 NUMBER_TYPES = frozenset({"number", "integer"})
 RESULT_CHARS = 160
 """How much of a result a one-line account of a tool step shows."""
-
-
-def references(value: Any) -> set[int]:
-    """The step numbers `value` (arguments, or any part of them) refers to."""
-    if isinstance(value, str):
-        return {int(number) for number in REFERENCE.findall(value)}
-    if isinstance(value, Mapping):
-        return set().union(*(references(item) for item in value.values()))
-    if isinstance(value, list | tuple):
-        return set().union(*(references(item) for item in value))
-    return set()
-
-
-def renumber(value: Any, numbers: Mapping[int, int]) -> Any:
-    """`value` with every reference `$N` to a number of `numbers` made `$numbers[N]`."""
-    if isinstance(value, str):
-        return REFERENCE.sub(lambda m: f"${numbers.get(int(m[1]), int(m[1]))}", value)
-    if isinstance(value, Mapping):
-        return {key: renumber(item, numbers) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [renumber(item, numbers) for item in value]
-    return value
 
 
 def number_at_end(text: str) -> int | float | None:
@@ -112,10 +88,15 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
 
 
 class WholeResult(ValueError):
-    """A whole reference puts a JSON object or list into a string argument."""
+    """A reference puts a JSON object or list into a string argument."""
 
-    def __init__(self, argument: str, step: int, shape: str) -> None:
-        self.argument, self.shape = argument, f"step {step}'s result is {shape}"
+    def __init__(self, argument: str, reference: str, value: Any) -> None:
+        self.argument = argument
+        self.shape = f"{reference} is {shape(value)}"
+        if isinstance(value, dict) and value:
+            self.shape += f': name the field it needs, as "{reference}.{next(iter(value))}"'
+        elif isinstance(value, list) and value:
+            self.shape += f': name the item it needs, as "{reference}[0]"'
         super().__init__(f"{argument}: {self.shape}")
 
 
@@ -123,36 +104,59 @@ def _single_value(argument: str, step: int, text: str) -> str | None:
     """What a whole reference to `text` (step `step`'s result) puts into the string `argument`:
     the one value of a one-field JSON object, None for any other text; `WholeResult` for any
     other JSON object or list."""
-    if not text.startswith(("{", "[")):
+    value = parsed(text)
+    if value is None:
         return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(parsed, dict) and len(parsed) == 1:
-        (value,) = parsed.values()
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
-            return str(value)
-    if isinstance(parsed, dict):
-        fields = ", ".join(map(str, parsed))
-        raise WholeResult(argument, step, f"a JSON object with the fields {fields}")
-    if isinstance(parsed, list):
-        raise WholeResult(argument, step, f"a JSON list of {len(parsed)} items")
-    return None
+    if isinstance(value, dict) and len(value) == 1:
+        (single,) = value.values()
+        if isinstance(single, str | int | float) and not isinstance(single, bool):
+            return str(single)
+    raise WholeResult(argument, f"${step}", value)
+
+
+def _named(match: re.Match[str], results: Mapping[int, str]) -> Any:
+    """What a reference names: step N's result text (stripped), or what its path picks."""
+    step, path = int(match[1]), match[2]
+    text = results[step].strip()
+    return resolve(step, text, path) if path else text
 
 
 def _substituted(value: Any, results: Mapping[int, str], numbers: bool) -> Any:
     def result(match: re.Match[str]) -> str:
-        text = results[int(match[1])].strip()
+        text = as_text(_named(match, results))
         return (number_written(text) or text) if numbers else text
 
     if isinstance(value, str):
+        whole = REFERENCE.fullmatch(value)
+        if whole and whole[2] and not numbers:
+            return _named(whole, results)  # a part of a result, as the value it is
         return REFERENCE.sub(result, value)
     if isinstance(value, Mapping):
         return {key: _substituted(item, results, numbers) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_substituted(item, results, numbers) for item in value]
     return value
+
+
+def _into(argument: str, types: set[str], reference: str, value: Any) -> Any:
+    """A value a path picked, as the argument of `types` takes it: a number where a number
+    goes (also one a text holds), text where text goes, a JSON object or list only where one
+    may go (`WholeResult` where only text may)."""
+    if isinstance(value, dict | list):
+        if types and not types & {"array", "object"}:
+            raise WholeResult(argument, reference, value)
+        return value
+    if isinstance(value, bool) or value is None:
+        return value if not types or types & {"boolean", "null"} else as_text(value)
+    if types & NUMBER_TYPES and "string" not in types:
+        written = number_written(str(value))
+        return value if written is None else _typed(_as_number(written), types)
+    return value if not types or not isinstance(value, int | float) else as_text(value)
+
+
+def _typed(number: int | float, types: set[str]) -> int | float:
+    whole_number = isinstance(number, int) or float(number).is_integer()
+    return int(number) if "integer" in types and whole_number else number
 
 
 def substitute(
@@ -162,21 +166,25 @@ def substitute(
     *,
     computes: bool = False,
 ) -> dict[str, Any]:
-    """`args` with each reference replaced by the result it names (module docstring);
-    `parameters` is the tool's JSON schema, whose property types decide where numbers go;
-    `computes`: the tool computes, so references in its strings become numbers. Raises
-    `WholeResult` where a JSON object or list would go into a string argument."""
+    """`args` with each reference replaced by the result (or the part of it) it names (module
+    docstring); `parameters` is the tool's JSON schema, whose property types decide where
+    numbers go; `computes`: the tool computes, so references in its strings become numbers.
+    Raises `WholeResult` where a JSON object or list would go into a string argument, and
+    `UnresolvedPath` where a path names nothing."""
     properties = parameters.get("properties") or {}
     out: dict[str, Any] = {}
     for name, value in args.items():
         types = _types(properties.get(name) or {})
         whole = REFERENCE.fullmatch(value) if isinstance(value, str) else None
+        if whole and whole[2] and not computes:
+            out[name] = _into(name, types, whole[0], _named(whole, results))
+            continue
         text = results[int(whole[1])].strip() if whole else ""
         written = number_written(text) if whole else None
-        if written is not None and types & NUMBER_TYPES and "string" not in types:
-            number = _as_number(written)
-            whole_number = isinstance(number, int) or float(number).is_integer()
-            out[name] = int(number) if "integer" in types and whole_number else number
+        if whole and types & {"array", "object"} and (found := parsed(text)) is not None:
+            out[name] = _into(name, types, whole[0], found)
+        elif written is not None and types & NUMBER_TYPES and "string" not in types:
+            out[name] = _typed(_as_number(written), types)
         elif whole and types == {"string"} and not computes:
             single = _single_value(name, int(whole[1]), text)
             out[name] = text if single is None else single
@@ -185,11 +193,16 @@ def substitute(
     return out
 
 
+_MONEY = re.compile(r"\$([0-9][0-9,]*(?:\.[0-9]+)?)")
+
+
 def money_as_numbers(value: Any, nameable: set[int]) -> Any:
-    """`value` with every `$N` that names no step (`nameable` holds those that do) written as
-    the plain number N: in a computing tool's expression "$40" can only mean 40."""
+    """`value` with every `$N` that names no step (`nameable` holds those that do), and every
+    amount that is no reference (`$2.50`, `$1,000`), written as the plain number: in a computing
+    tool's expression "$40" can only mean 40."""
     if isinstance(value, str):
-        return REFERENCE.sub(lambda m: m[0] if int(m[1]) in nameable else m[1], value)
+        kept = {m.start() for m in REFERENCE.finditer(value) if int(m[1]) in nameable}
+        return _MONEY.sub(lambda m: m[0] if m.start() in kept else m[1].replace(",", ""), value)
     if isinstance(value, Mapping):
         return {key: money_as_numbers(item, nameable) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -10,8 +10,9 @@ from typing import Any
 from replan.graphs.conversation import earlier_exchanges, turn_objective
 from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
 from replan.graphs.plan.progress import times_done
+from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.scheduling import steps_left
-from replan.graphs.plan.tool_steps import format_call, references, renumber
+from replan.graphs.plan.tool_steps import format_call
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context

@@ -37,6 +37,7 @@ from replan.graphs.prompts.executor import (
     STEP_UNFINISHED,
     TEXT_CALL_CORRECTION,
     TOOL_REMINDER,
+    TOOL_STEP_NO_FIELD,
     TOOL_STEP_NO_TOOL,
     TOOL_STEP_NOT_RUN,
     TOOL_STEP_WHOLE_RESULT,
@@ -120,6 +121,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "tool_step_not_run": frozenset({"steps"}),
     "tool_step_no_tool": frozenset({"tool"}),
     "tool_step_whole_result": frozenset({"argument", "shape"}),
+    "tool_step_no_field": frozenset({"reference", "problem"}),
     "review_question": frozenset({"plan"}),
     "rejected": frozenset({"reason"}),
     "plan_tool": frozenset(),
@@ -181,6 +183,7 @@ class Prompts:
     tool_step_not_run: str = TOOL_STEP_NOT_RUN
     tool_step_no_tool: str = TOOL_STEP_NO_TOOL
     tool_step_whole_result: str = TOOL_STEP_WHOLE_RESULT
+    tool_step_no_field: str = TOOL_STEP_NO_FIELD
     review_question: str = REVIEW_QUESTION
     rejected: str = REJECTED
     plan_tool: str = PLAN_TOOL

@@ -60,10 +60,13 @@ Its last tool results:
 TOOL_STEP_NOT_RUN = """Not run: it refers to the result of step {steps}, which did not end done."""
 """The result of a tool step whose referenced steps failed or are unfinished."""
 
-TOOL_STEP_WHOLE_RESULT = (
-    """Not run: `{argument}` takes one value, and {shape}. Write the value in the call."""
-)
-"""The result of a tool step whose whole reference puts a JSON object or list into a string."""
+TOOL_STEP_WHOLE_RESULT = """Not run: `{argument}` takes one value, and {shape}."""
+"""The result of a tool step whose reference puts a JSON object or list into a string (`{shape}`
+says what it is and how to name a part of it)."""
+
+TOOL_STEP_NO_FIELD = """Not run: "{reference}" names nothing: {problem}."""
+"""The result of a tool step whose reference's path (`$N.field`, `$N[0]`) names nothing in the
+result; `{problem}` says what is there."""
 
 TOOL_STEP_NO_TOOL = """Not run: this run has no tool `{tool}` for tool steps."""
 """The result of a tool step naming a tool the run does not have (e.g. resumed without it)."""

@@ -17,10 +17,11 @@ Work out figures in steps that use {tools}."""
 
 PLANNER_TOOL_STEPS = """Plan the objective above: call `plan` once with its steps, numbered in \
 order from 1 unless told otherwise above. A tool step {{"tool": NAME, "args": {{...}}}} calls a \
-tool directly; "$N" in its args is step N's result, e.g. {example}. Any other step is a text for \
-an agent that sees only it, the objective and the results it depends on ({{"step": "...", \
-"depends_on": [N]}}); a plain string waits for the step before it. Add no step just to give the \
-answer: it is written from the results.{computing}"""
+tool; in args "$N" is step N's result, "$N.name" or "$N[0]" a part of it, e.g. {example}. Look \
+up ids and names in earlier steps: never guess. Any other step is a text for an agent that \
+sees only it, the objective and the results it depends on ({{"step": "...", "depends_on": \
+[N]}}); a plain string waits for the step before it. Add no step just to give the answer: it is \
+written from the results.{computing}"""
 """What the planner is asked when the run offers tool steps (`PLANNER` otherwise)."""
 
 PLAN_TOOL = "Submit the plan: the steps to carry out, in order."

@@ -48,9 +48,15 @@ def test_the_one_value_of_a_one_field_object_goes_into_a_string() -> None:
 @pytest.mark.parametrize(
     ("number", "shape"),
     [
-        (2, "step 2's result is a JSON object with the fields matches"),
-        (3, "step 3's result is a JSON object with the fields price, volume"),
-        (4, "step 4's result is a JSON list of 2 items"),
+        (
+            2,
+            '$2 is a JSON object with the fields matches: name the field it needs, as "$2.matches"',
+        ),
+        (
+            3,
+            '$3 is a JSON object with the fields price, volume: name the field it needs, as "$3.price"',
+        ),
+        (4, '$4 is a JSON list of 2 items: name the item it needs, as "$4[0]"'),
     ],
 )
 def test_any_other_object_or_list_does_not_go_into_a_string(number: int, shape: str) -> None:
@@ -96,8 +102,8 @@ def test_the_step_fails_without_a_call_and_the_replanner_reads_why(mode: Mode) -
     refused = result["executed_steps"][1]
     assert refused["status"] == "failed"
     expected = (
-        "Not run: `name` takes one value, and step 1's result is a JSON object with the fields "
-        "matches. Write the value in the call."
+        "Not run: `name` takes one value, and $1 is a JSON object with the fields matches: "
+        'name the field it needs, as "$1.matches".'
     )
     assert refused["result"] == expected
     assert expected in model.requests_of("replanner")[0].prompt
