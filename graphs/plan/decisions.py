@@ -11,6 +11,7 @@ accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
 from __future__ import annotations
 
 import functools
+import html
 import json
 import re
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 from replan.graphs.context import ANSWER_MODES, AnswerMode, Context
 from replan.graphs.graph_state import PlannedStep
 from replan.graphs.model.decision_modes.strategy import DecisionTool
+from replan.graphs.plan.echoes import instruction_words
 from replan.graphs.plan.numbering import Item, Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.tool_steps import money_as_numbers
@@ -104,8 +106,9 @@ prompts show a plan: the display numbers steps itself."""
 
 
 def step_text(text: str) -> str:
-    """A text step as it is kept: trimmed, without a number of its own in front."""
-    text = text.strip()
+    """A text step as it is kept: trimmed, without a number of its own in front, and with HTML
+    character references read (small models write a quote as `&#34;` or `&quot;`)."""
+    text = html.unescape(text).strip()
     while match := _OWN_NUMBER.match(text):
         text = text[match.end() :]
     return text
@@ -219,6 +222,17 @@ def respond_tool(prompts: Prompts, answer: AnswerMode = "decision") -> DecisionT
     return DecisionTool("respond", prompts.respond_tool, RespondArgs, {"response": described})
 
 
+PLANNING_PROMPTS = (
+    "planner",
+    "planner_computing",
+    "planner_tool_steps",
+    "replanner",
+    "replanner_computing",
+    "replanner_tool_steps",
+)
+"""The prompts whose sentences a plan's steps may not copy."""
+
+
 class Decisions:
     """The `plan` and `respond` decisions of one graph, in its prompts, for its own tools."""
 
@@ -238,11 +252,22 @@ class Decisions:
     def _responds(self) -> dict[AnswerMode, DecisionTool]:
         return {answer: respond_tool(self.prompts, answer) for answer in ANSWER_MODES}
 
+    @functools.cached_property
+    def _instructions(self) -> tuple[tuple[str, ...], ...]:
+        """The sentences the planner and replanner are instructed with, which no step copies."""
+        prompts = self.prompts
+        return instruction_words(
+            getattr(prompts, name) for name in PLANNING_PROMPTS if hasattr(prompts, name)
+        )
+
     def plan(self, numbering: Numbering, context: Context) -> DecisionTool:
         """The `plan` decision whose steps are checked against `numbering` (and its tools),
-        listing at most the run's `max_plan_steps` (the schema's `maxItems` too)."""
+        listing at most the run's `max_plan_steps` (the schema's `maxItems` too), copying none
+        of the instructions."""
         base = self._tool_plan if numbering.tools else self._text_plan
-        numbering = replace(numbering, max_steps=context.max_plan_steps)
+        numbering = replace(
+            numbering, max_steps=context.max_plan_steps, instructions=self._instructions
+        )
         return replace(
             base,
             schema=with_max_steps(base.schema or {}, context.max_plan_steps),

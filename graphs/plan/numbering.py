@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
+from replan.graphs.plan.echoes import copies_instructions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.progress import step_key
 from replan.graphs.plan.references import references, renumber
@@ -60,7 +61,8 @@ class Numbering:
     `ids_from`), the `done` step numbers and the steps still planned (`kept`) it may name, and
     the tools its tool steps may call (None: tool steps are taken unchecked); `done_texts`,
     what the done steps say (`step_key`); `max_steps`, the most items a plan may list (None:
-    any number)."""
+    any number); `instructions`, the words of the prompt's sentences, which a text step may not
+    copy (`replan.graphs.plan.echoes`)."""
 
     first: int = 1
     ids_from: int = 1
@@ -69,6 +71,7 @@ class Numbering:
     tools: OwnTools | None = field(default=NO_TOOLS, compare=False)
     done_texts: frozenset[str] = frozenset()
     max_steps: int | None = None
+    instructions: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
 
     @classmethod
     def first_plan(cls, tools: OwnTools = NO_TOOLS) -> Numbering:
@@ -142,6 +145,11 @@ class Numbering:
             number = self.first + index
             if not item.text:
                 found.append(f"step {number} is blank")
+            elif item.tool is None and copies_instructions(item.text, self.instructions):
+                found.append(
+                    f"step {number} copies your instructions instead of saying what to do: "
+                    "write the work itself"
+                )
             if item.tool is not None and self.tools is not None:
                 found += [f"step {number}: {p}" for p in self.tools.problems(item.tool, item.args)]
             named, referred = self._waits_for(index, item)

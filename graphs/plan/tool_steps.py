@@ -9,7 +9,16 @@ its `depends_on` names and the steps it refers to, nothing else: tool steps with
 wait for run at once, side by side.
 
 References. In `args`, `"$N"` names the result of step N (the numbers of
-`replan.graphs.plan.numbering`), and makes step N a dependency:
+`replan.graphs.plan.numbering`), `"$N.field"`, `"$N.items[0]"` a part of it (the grammar and its
+paths: `replan.graphs.plan.references`), and makes step N a dependency:
+
+- a string that is exactly a reference with a path becomes the part it names, as the value it
+  is, fitted to the argument's type (`_into`): a number where a number goes, text (a number
+  written out) where text goes, a JSON object or list only where one may go (`WholeResult`
+  where only text may); a path that names nothing raises `UnresolvedPath`, and the step fails
+  without a call, saying what is there;
+- a string that is exactly `"$N"` for an argument of type `array` or `object`, whose result is
+  a JSON list or object, becomes that list or object;
 
 - a string that is exactly `"$N"` becomes step N's result, its text stripped; but where the
   tool's argument (a top-level property of its JSON schema) is of type `number` or `integer`,
@@ -29,9 +38,9 @@ References. In `args`, `"$N"` names the result of step N (the numbers of
   that the replanner can write the value itself (`WholeResult`);
 - strings inside lists and objects are treated the same way (numbers only at the top level);
 - a tool step whose referenced step did not end `done` is not run: it fails, saying so;
-- in a computing tool's arguments, a `$N` that names no step of the plan (nor a done one) is
-  read as the plain number N when the plan is taken: small models write "$40 * 1.25" for
-  forty at 1.25 (`money_as_numbers`).
+- in a computing tool's arguments, a `$N` that names no step of the plan (nor a done one), and
+  an amount that is no reference (`$2.50`, `$1,000`), is read as the plain number when the plan
+  is taken: small models write "$40 * 1.25" for forty at 1.25 (`money_as_numbers`).
 
 Dedupe. A tool step whose tool and arguments (after substitution) equal those of a tool step
 already done in this run takes that step's result instead of calling the tool again (it is
