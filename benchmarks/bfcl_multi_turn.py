@@ -17,7 +17,9 @@ For every chosen entry and design this script:
    in the same order);
 4. scores the recorded calls with BFCL's own `multi_turn_checker`, which replays them on fresh
    instances and compares, after each turn, the APIs' state and the results the calls returned
-   with those of the ground truth.
+   with those of the ground truth; and scores the turns: the turns passed are the longest
+   prefix of turns the checker accepts (turns 1..k against the ground truth's first k turns,
+   k the largest for which every prefix up to it is accepted; a stopped turn never counts).
 
 The designs (`--design`), all with the same tools (only the entry's: replan runs with
 `task_tools="none"`, since the baselines have no task tools), the same server and model, the
@@ -31,7 +33,10 @@ BFCL's own step limit per turn), the same time limit per turn (`--timeout`):
 - tutorial: LangGraph's plan-and-execute tutorial (`benchmarks/tutorial.py`), once per user turn
   on one thread, the conversation in its `messages` (see that module);
 - react: a plain ReAct agent (`benchmarks/react.py`, `langchain.agents.create_agent`), each turn
-  appended to its thread.
+  appended to its thread;
+- react+recovery: the same agent, built the same way, with replan's `TextCallRecoveryMiddleware`,
+  which runs the calls a model wrote as text (it changes nothing the model is sent): what
+  recovering such calls adds, measured apart from what planning adds.
 
 Conversation context: every design is given every earlier user turn on its thread; the
 tutorial's planner also sees the answers it gave, and the ReAct agent sees its whole message
@@ -53,6 +58,10 @@ involved classes' function documents, to pick the shortest; `--shortest N`, `--e
 or `--sample N [--seed S]` choose (the seed is printed). Without `--base-url` the script runs
 against the scripted OpenAI-compatible server with a scripted model that makes the ground
 truth's calls one per reply (a smoke test of the whole path, not a measurement).
+
+The table gives per entry and design, then per design and split (development, held back, all):
+entries passed, turns passed, model calls (also per turn run) and API calls per turn run,
+tokens and wall time; `--json` writes the rows with the same figures.
 
 Run: python benchmarks/bfcl_multi_turn.py [--base-url URL --model M] [--design NAME]...
      [--entries LIST | --sample N [--seed S] | --shortest N] [--pool dev|held-back|all]
@@ -82,7 +91,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -103,7 +112,13 @@ from benchmarks.tutorial import (  # noqa: E402
     tutorial_graph,
     tutorial_turn,
 )
-from replan import Context, build_plan_execute_graph, checkpoint_serializer  # noqa: E402
+from replan import (  # noqa: E402
+    Context,
+    TextCallRecoveryMiddleware,
+    build_plan_execute_graph,
+    checkpoint_serializer,
+)
+from replan.graphs.plan.provenance import NOT_CALLED  # noqa: E402
 from replan.testing import MODEL_ID, Reply, ScriptedOpenAIServer, text, tool_call  # noqa: E402
 from replan.testing.background import BackgroundServer  # noqa: E402
 from replan.testing.plan_script import classify  # noqa: E402
@@ -120,7 +135,7 @@ INSTALL = "pip install --no-deps bfcl-eval mpmath"
 DEV = range(0, 100)
 HELD_BACK = range(100, 200)
 POOLS = {"dev": DEV, "held-back": HELD_BACK, "all": range(0, 200)}
-DESIGNS = ("replan", "tutorial", "react")
+DESIGNS = ("replan", "tutorial", "react", "react+recovery")
 THREAD = "bfcl"
 ERROR_PREFIX = "Error during execution: "
 """How BFCL's executor reports a call that raised (the model sees the same text)."""
@@ -376,18 +391,34 @@ class Verdict:
 
 
 def score(entry: Entry, calls: Sequence[Sequence[str]]) -> Verdict:
-    """BFCL's `multi_turn_checker` on the calls of every turn (each call one step: the checker
-    adds a turn's steps up). It caches API instances in its module by model name, so each
-    scoring has a name of its own, and its instances are dropped afterwards."""
-    checker = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
-    utils = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
+    """BFCL's `multi_turn_checker` on the calls of every turn."""
     if len(calls) != len(entry.ground_truth):
         return Verdict(False, "harness:turns", f"{len(calls)} turns of calls for {entry.id}")
+    return _checked(entry, calls)
+
+
+def turns_passed(entry: Entry, calls: Sequence[Sequence[str]]) -> int:
+    """The longest k for which the checker accepts the calls of turns 1..k against the ground
+    truth's first k turns, and every shorter prefix too (`calls`: the turns that ended)."""
+    for ended in range(1, len(calls) + 1):
+        if not _checked(entry, calls[:ended]).passed:
+            return ended - 1
+    return len(calls)
+
+
+def _checked(entry: Entry, calls: Sequence[Sequence[str]]) -> Verdict:
+    """BFCL's `multi_turn_checker` on the calls of the entry's first `len(calls)` turns (each
+    call one step: the checker adds a turn's steps up). It caches API instances in its module
+    by model name, so each scoring has a name of its own, and its instances are dropped
+    afterwards."""
+    checker = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
+    utils = importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils")
     name = f"replan_bench_{uuid.uuid4().hex}"
     decoded = [[[call] for call in turn] for turn in calls]
+    truth = entry.ground_truth[: len(calls)]
     try:
         result = checker.multi_turn_checker(
-            decoded, entry.ground_truth, copy.deepcopy(entry.raw), CATEGORY, name
+            decoded, truth, copy.deepcopy(entry.raw), CATEGORY, name
         )
     except Exception as error:  # the checker asserts on shapes it does not expect
         return Verdict(False, "harness:checker_error", _one_line(error))
@@ -683,11 +714,15 @@ class TutorialDesign:
 
 
 class ReactDesign:
-    """A plain ReAct agent; each user turn appended to its thread."""
+    """A plain ReAct agent; each user turn appended to its thread. With `recovery`, the same
+    agent reads the calls its model wrote as text (`TextCallRecoveryMiddleware`)."""
 
-    def __init__(self, tools: list[BaseTool], server: Server, bounds: Bounds) -> None:
+    def __init__(
+        self, tools: list[BaseTool], server: Server, bounds: Bounds, recovery: bool = False
+    ) -> None:
         model = chat_model(server, bounds, bounds.executor_max_tokens)
-        self.agent = react_agent(model, tools, InMemorySaver())
+        middleware = [TextCallRecoveryMiddleware()] if recovery else []
+        self.agent = react_agent(model, tools, InMemorySaver(), middleware)
         self.config = react_config(THREAD, bounds.executor_max_steps)
 
     async def turn(self, request: str) -> TurnEnd:
@@ -700,6 +735,7 @@ BUILDERS: dict[str, Callable[[list[BaseTool], Server, Bounds], Design]] = {
     "replan": ReplanDesign,
     "tutorial": TutorialDesign,
     "react": ReactDesign,
+    "react+recovery": partial(ReactDesign, recovery=True),
 }
 
 
@@ -717,9 +753,13 @@ class Row:
     turns: int
     doc_chars: int
     passed: bool
+    turns_passed: int
+    """The longest prefix of turns BFCL's checker accepts (`turns_passed`)."""
     error_type: str
     error: str
     model_calls: int
+    model_calls_per_turn: float
+    """Model calls per turn run (the turns fed, a stopped one included)."""
     input_tokens: int | None
     output_tokens: int | None
     cached_tokens: int | None
@@ -778,10 +818,13 @@ async def run_entry(
     wall = time.perf_counter() - started
     fed = session.calls[:ran]
     verdict = Verdict(False, "harness:turn_stopped", stopped) if stopped else score(entry, fed)
+    ended = fed[: ran - 1] if stopped else fed  # a stopped turn never passes
+    passed_turns = len(fed) if verdict.passed else turns_passed(entry, ended)
     spent = Spent.of(proxy.since(mark))
     _progress(
         f"{entry.id} / {design}: {'PASSED' if verdict.passed else 'FAILED'}"
         f"{'' if verdict.passed else f' ({verdict.error_type})'}, "
+        f"{passed_turns}/{len(entry.turns)} turns passed, "
         f"{spent.model_calls} model calls, {wall:.1f} s"
     )
     return Row(
@@ -792,9 +835,11 @@ async def run_entry(
         turns=len(entry.turns),
         doc_chars=entry.doc_chars,
         passed=verdict.passed,
+        turns_passed=passed_turns,
         error_type=verdict.error_type,
         error=_short(verdict.error),
         model_calls=spent.model_calls,
+        model_calls_per_turn=spent.model_calls / ran,
         input_tokens=spent.input_tokens,
         output_tokens=spent.output_tokens,
         cached_tokens=spent.cached_tokens,
@@ -918,10 +963,13 @@ class GroundTruthModel:
 
     def next_call(self, request: dict[str, Any], entry: Entry, number: int) -> Reply:
         """The turn's next ground-truth call, counted by the tool results since the last user
-        message; "Done." once all are made."""
+        message (a call answered as not made is made again); "Done." once all are made."""
         messages = request.get("messages") or []
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
-        made = sum(m.get("role") == "tool" for m in messages[last_user:])
+        made = sum(  # a call replan answered without making it is made again
+            m.get("role") == "tool" and not message_text(m).startswith(NOT_CALLED)
+            for m in messages[last_user:]
+        )
         calls = entry.ground_truth[number][: -1 if self.drop_last else None]
         if made >= len(calls):
             results = [message_text(m) for m in messages[last_user:] if m.get("role") == "tool"]
@@ -939,7 +987,13 @@ class Totals:
 
     entries: int = 0
     passed: int = 0
+    turns: int = 0
+    turns_passed: int = 0
+    turns_run: int = 0
+    """The turns fed to the design (an entry ends at a stopped turn)."""
     model_calls: int = 0
+    api_calls: int = 0
+    """The calls the tools ran."""
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     processed_tokens: int | None = 0
@@ -958,7 +1012,11 @@ def totals(rows: Sequence[Row]) -> dict[tuple[str, str], Totals]:
             total = out.setdefault((row.design, split), Totals())
             total.entries += 1
             total.passed += row.passed
+            total.turns += row.turns
+            total.turns_passed += row.turns_passed
+            total.turns_run += len(row.calls)
             total.model_calls += row.model_calls
+            total.api_calls += sum(map(len, row.calls))
             total.input_tokens = _plus(total.input_tokens, row.input_tokens)
             total.output_tokens = _plus(total.output_tokens, row.output_tokens)
             total.processed_tokens = _plus(total.processed_tokens, row.processed_tokens)
@@ -968,8 +1026,9 @@ def totals(rows: Sequence[Row]) -> dict[tuple[str, str], Totals]:
 
 COLUMNS = (
     ("entry", 20),
-    ("design", 10),
+    ("design", 16),
     ("passed", 7),
+    ("turns", 7),
     ("calls", 6),
     ("in tok", 9),
     ("out tok", 8),
@@ -999,6 +1058,7 @@ def table(rows: Sequence[Row]) -> str:
                     f"base {row.index}",
                     row.design,
                     "yes" if row.passed else "NO",
+                    f"{row.turns_passed}/{row.turns}",
                     _cell(row.model_calls),
                     _cell(row.input_tokens),
                     _cell(row.output_tokens),
@@ -1019,6 +1079,7 @@ def table(rows: Sequence[Row]) -> str:
                     f"total {split}",
                     design,
                     f"{total.passed}/{total.entries}",
+                    f"{total.turns_passed}/{total.turns}",
                     _cell(total.model_calls),
                     _cell(total.input_tokens),
                     _cell(total.output_tokens),
@@ -1035,12 +1096,19 @@ def table(rows: Sequence[Row]) -> str:
 
 SIDE_BY_SIDE: dict[str, Callable[[Totals], str]] = {
     "passed": lambda t: f"{t.passed}/{t.entries}",
+    "turns passed": lambda t: f"{t.turns_passed}/{t.turns}",
     "model calls": lambda t: _cell(t.model_calls),
+    "model calls / turn": lambda t: f"{t.model_calls / t.turns_run:.1f}",
+    "API calls / turn": lambda t: f"{t.api_calls / t.turns_run:.1f}",
     "input tokens": lambda t: _cell(t.input_tokens),
     "output tokens": lambda t: _cell(t.output_tokens),
     "processed tokens": lambda t: _cell(t.processed_tokens),
     "wall s": lambda t: f"{t.wall:.1f}",
 }
+
+
+SIDE_WIDTH = 2 + max(map(len, DESIGNS))
+"""The width of a design's column side by side."""
 
 
 def side_by_side(rows: Sequence[Row]) -> list[str]:
@@ -1052,10 +1120,11 @@ def side_by_side(rows: Sequence[Row]) -> list[str]:
         if not any((design, split) in by_split for design in designs):
             continue
         entries = len({row.entry for row in rows if split in (row.split, "all")})
-        lines.append(f"{f'{split} ({entries} entries)':<20}" + "".join(f"{d:>12}" for d in designs))
+        head = f"{split} ({entries} entries)"
+        lines.append(f"{head:<20}" + "".join(f"{d:>{SIDE_WIDTH}}" for d in designs))
         for metric, show in SIDE_BY_SIDE.items():
             cells = [show(by_split[d, split]) if (d, split) in by_split else "-" for d in designs]
-            lines.append(f"{metric:<20}" + "".join(f"{cell:>12}" for cell in cells))
+            lines.append(f"{metric:<20}" + "".join(f"{cell:>{SIDE_WIDTH}}" for cell in cells))
         lines.append("")
     return lines[:-1]
 

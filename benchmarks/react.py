@@ -4,7 +4,8 @@
 many in one reply as it wants) until it answers in text. No system prompt, as a user who only
 hands over the tools would build it; a checkpointer keeps the conversation, so each user turn
 is appended to one thread. Its bound is the most model calls for one turn (`max_steps`, as the
-recursion limit of an invocation), like the executor bound of the other designs.
+recursion limit of an invocation), like the executor bound of the other designs. Middleware given
+(`TextCallRecoveryMiddleware`, to read calls a model wrote as text) wraps its model calls.
 """
 
 from __future__ import annotations
@@ -13,14 +14,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 
-def react_agent(model: BaseChatModel, tools: Sequence[BaseTool], checkpointer: Any = None) -> Any:
-    """The ReAct agent: `create_agent(model, tools)` with a checkpointer for conversations."""
-    return create_agent(model, list(tools), checkpointer=checkpointer)
+def react_agent(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    checkpointer: Any = None,
+    middleware: Sequence[AgentMiddleware[Any, Any, Any]] = (),
+) -> Any:
+    """The ReAct agent: `create_agent(model, tools)` with a checkpointer for conversations and
+    the `middleware` given."""
+    return create_agent(model, list(tools), middleware=middleware, checkpointer=checkpointer)
 
 
 def react_config(thread_id: str, max_steps: int) -> RunnableConfig:

@@ -3,8 +3,8 @@
 The layers are `replan.state` (typed data and pure operations), `replan.tools` (LangChain tools)
 and `replan.graphs` (the graph, its prompts, runtime `Context` and the CLI). The names most users
 need are importable from here; each is loaded on first use, so `import replan.state` stays free
-of LangGraph and `import replan` works without the optional `langchain` package, which only
-`TaskToolsMiddleware` needs.
+of LangGraph and `import replan` works without the optional `langchain` package, which only the
+`create_agent` middleware (`TaskToolsMiddleware`, `TextCallRecoveryMiddleware`) needs.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from replan.graphs.context import Context
     from replan.graphs.durable_calls import idempotency_key
+    from replan.graphs.model.text_call_middleware import TextCallRecoveryMiddleware
     from replan.graphs.persistence import checkpoint_serializer
     from replan.graphs.plan_execute import build_plan_execute_graph
     from replan.state.task_stores.filesystem import FileTaskStore
@@ -33,6 +34,7 @@ _SURFACE = {
     "TaskContext": "replan.state.tasks",
     "TaskToolsMiddleware": "replan.tools.task_middleware",
     "TasksState": "replan.tools.task_state",
+    "TextCallRecoveryMiddleware": "replan.graphs.model.text_call_middleware",
     "ToolEffects": "replan.tools.effects",
     "build_plan_execute_graph": "replan.graphs.plan_execute",
     "checkpoint_serializer": "replan.graphs.persistence",
@@ -49,6 +51,7 @@ __all__ = [
     "TaskContext",
     "TaskToolsMiddleware",
     "TasksState",
+    "TextCallRecoveryMiddleware",
     "ToolEffects",
     "build_plan_execute_graph",
     "checkpoint_serializer",

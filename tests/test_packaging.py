@@ -153,9 +153,9 @@ def test_the_core_package_imports_without_the_optional_langchain() -> None:
     assert done.returncode == 0, done.stderr
     counts, refused, loaded = done.stdout.splitlines()
     assert counts == "4 8 True"
-    assert (
-        refused
-        == 'refused: TaskToolsMiddleware needs the langchain package: pip install "replan[agents]"'
+    assert refused == (
+        "refused: replan's middleware for create_agent (TaskToolsMiddleware, "
+        'TextCallRecoveryMiddleware) needs the langchain package: pip install "replan[agents]"'
     )
     assert loaded == "[]"
 

@@ -15,23 +15,18 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NotRequired
 
-try:
-    from langchain.agents.middleware import (
-        AgentMiddleware,
-        AgentState,
-        ModelCallResult,
-        ModelRequest,
-        ModelResponse,
-    )
-except ImportError as error:  # the optional dependency
-    raise ImportError(
-        'TaskToolsMiddleware needs the langchain package: pip install "replan[agents]"'
-    ) from error
 from langchain_core.messages import SystemMessage
 
 from replan.state.task_stores import TaskStore, open_task_store
 from replan.state.task_views import format_task_overview
 from replan.state.tasks import TaskContext
+from replan.tools.agent_middleware_api import (
+    AgentMiddleware,
+    AgentState,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+)
 from replan.tools.task_descriptions import TASK_LIST_PROMPT, Detail, Language
 from replan.tools.task_state import as_task_context, update_task_context
 from replan.tools.task_tools import TASKS_KEY, task_tools

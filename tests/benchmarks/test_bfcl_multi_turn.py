@@ -33,6 +33,7 @@ from benchmarks.bfcl_multi_turn import (  # noqa: E402
     Exchange,
     GroundTruthModel,
     MeteringProxy,
+    Row,
     Server,
     Spent,
     load_entries,
@@ -45,8 +46,17 @@ from benchmarks.bfcl_multi_turn import (  # noqa: E402
     run_entry,
     sample,
     score,
+    turns_passed,
 )
-from replan.testing import MODEL_ID, Quirks, ScriptedOpenAIServer, raw, text  # noqa: E402
+from replan.testing import (  # noqa: E402
+    MODEL_ID,
+    PRESETS,
+    Quirks,
+    Reply,
+    ScriptedOpenAIServer,
+    raw,
+    text,
+)
 
 ENTRIES = {entry.index: entry for entry in load_entries()}
 TWO_TURNS_DEV, TWO_TURNS_HELD = 3, 100
@@ -55,6 +65,26 @@ TWO_TURNS_DEV, TWO_TURNS_HELD = 3, 100
 
 def entry(index: int) -> Entry:
     return ENTRIES[index]
+
+
+def scripted_run(
+    monkeypatch: pytest.MonkeyPatch,
+    chosen: Entry,
+    design: str,
+    model: GroundTruthModel,
+    bounds: Bounds | None = None,
+    quirks: Quirks | None = None,
+) -> tuple[Row, list[dict[str, Any]]]:
+    """`design` on `chosen`, its requests answered by `model` through the metering proxy: the
+    row, and the requests the scripted server received."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    with (
+        ScriptedOpenAIServer(model, quirks=quirks or Quirks()) as scripted,
+        MeteringProxy(scripted.base_url) as proxy,
+    ):
+        server = Server(proxy.base_url, MODEL_ID)
+        row = asyncio.run(run_entry(chosen, design, server, bounds or Bounds(), proxy))
+        return row, scripted.requests
 
 
 def test_every_design_passes_the_scripted_entries_and_the_rows_say_so(
@@ -70,11 +100,13 @@ def test_every_design_passes_the_scripted_entries_and_the_rows_say_so(
     for row in rows:
         truth = entry(row["index"]).ground_truth
         assert row["passed"] and not row["error_type"], row
+        assert row["turns_passed"] == row["turns"] == 2
         assert row["calls"] == truth  # every call the tools ran, turn by turn
+        assert row["model_calls_per_turn"] == row["model_calls"] / 2
         assert row["split"] == ("dev" if row["index"] < 100 else "held-back")
         assert row["model_calls"] > sum(map(len, truth))  # one call a reply, then "Done."
         assert row["input_tokens"] >= row["processed_tokens"] > 0
-        if row["design"] != "react":  # a system prompt, which the scripted server caches
+        if not row["design"].startswith("react"):  # a system prompt, which the server caches
             assert row["input_tokens"] > row["processed_tokens"]
         assert row["processed_from"] == "cached" and row["seed"] is None
         assert len(row["answers"]) == row["turns"] == 2
@@ -84,26 +116,32 @@ def test_every_design_passes_the_scripted_entries_and_the_rows_say_so(
         assert any(line.split()[:4] == ["total", "dev", design, "1/1"] for line in table)
         assert any(line.split()[:4] == ["total", "held-back", design, "1/1"] for line in table)
         assert any(line.split()[:4] == ["total", "all", design, "2/2"] for line in table)
-    block = table.index("all (2 entries)           replan    tutorial       react")
-    assert table[block + 1].split() == ["passed", "2/2", "2/2", "2/2"]
-    calls = table[block + 2].split()[2:]
-    assert calls == [str(sum(r["model_calls"] for r in rows if r["design"] == d)) for d in DESIGNS]
+    block = next(i for i, line in enumerate(table) if line.startswith("all (2 entries)"))
+    assert table[block].split()[3:] == list(DESIGNS)
+    metrics = table[block + 1 : block + 1 + len(bench.SIDE_BY_SIDE)]
+    side = {line[:20].strip(): line[20:].split() for line in metrics}
+    assert side["passed"] == ["2/2"] * len(DESIGNS)
+    assert side["turns passed"] == ["4/4"] * len(DESIGNS)
+    calls = [sum(r["model_calls"] for r in rows if r["design"] == d) for d in DESIGNS]
+    assert side["model calls"] == [str(count) for count in calls]
+    assert side["model calls / turn"] == [f"{count / 4:.1f}" for count in calls]
+    api_calls = sum(
+        len(call) for i in (TWO_TURNS_DEV, TWO_TURNS_HELD) for call in ENTRIES[i].ground_truth
+    )
+    assert side["API calls / turn"] == [f"{api_calls / 4:.1f}"] * len(DESIGNS)
     progress = captured.err.splitlines()
     assert progress[0].startswith(f"entries: {TWO_TURNS_DEV} (2 turns, ")
     assert sum(" turn 2/2 ended in " in line for line in progress) == len(rows)
-    assert sum(": PASSED, " in line for line in progress) == len(rows)
+    assert sum(": PASSED, 2/2 turns passed, " in line for line in progress) == len(rows)
 
 
 @pytest.mark.parametrize("design", DESIGNS)
 def test_a_design_that_leaves_out_a_call_fails_on_bfcls_checker(
     design: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
     chosen = entry(TWO_TURNS_DEV)
     wrong = GroundTruthModel([chosen], drop_last=True)
-    with ScriptedOpenAIServer(wrong) as scripted, MeteringProxy(scripted.base_url) as proxy:
-        server = Server(proxy.base_url, MODEL_ID)
-        row = asyncio.run(run_entry(chosen, design, server, Bounds(), proxy))
+    row, _ = scripted_run(monkeypatch, chosen, design, wrong)
     assert not row.passed
     assert row.error_type.startswith("multi_turn:"), row.error
     assert row.calls[0] == chosen.ground_truth[0][:-1]
@@ -112,12 +150,9 @@ def test_a_design_that_leaves_out_a_call_fails_on_bfcls_checker(
 def test_replan_tool_steps_fulfil_a_first_turn_without_an_executor_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
     chosen = entry(50)  # one turn, two calls
     model = GroundTruthModel([chosen], tool_steps=True)
-    with ScriptedOpenAIServer(model) as scripted, MeteringProxy(scripted.base_url) as proxy:
-        server = Server(proxy.base_url, MODEL_ID)
-        row = asyncio.run(run_entry(chosen, "replan", server, Bounds(), proxy))
+    row, _ = scripted_run(monkeypatch, chosen, "replan", model)
     assert row.passed, row.error
     assert row.model_calls == 2  # planner, replanner (its answer is the decision's)
 
@@ -125,12 +160,9 @@ def test_replan_tool_steps_fulfil_a_first_turn_without_an_executor_call(
 def test_a_turn_repeats_a_stateful_call_an_earlier_turn_made(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
     chosen = entry(0)
     model = GroundTruthModel([chosen], tool_steps=True)
-    with ScriptedOpenAIServer(model) as scripted, MeteringProxy(scripted.base_url) as proxy:
-        server = Server(proxy.base_url, MODEL_ID)
-        row = asyncio.run(run_entry(chosen, "replan", server, Bounds(), proxy))
+    row, _ = scripted_run(monkeypatch, chosen, "replan", model)
     assert row.calls[3] == chosen.ground_truth[3]
     assert row.passed, row.error
 
@@ -148,6 +180,75 @@ def test_the_checker_passes_the_ground_truth_and_fails_changed_calls() -> None:
     utils = __import__("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils", fromlist=["x"])
     assert not [key for key in vars(utils) if key.startswith("replan_bench_")]  # cleaned up
     assert score(chosen, truth).passed  # scored again: no state kept from before
+
+
+def test_turns_passed_is_the_longest_prefix_of_turns_the_checker_accepts() -> None:
+    chosen = entry(TWO_TURNS_DEV)
+    first, second = chosen.ground_truth
+    wrong_first = [*first[:-1], first[-1].replace("'", "'x", 1)]
+    assert turns_passed(chosen, [first, second]) == 2
+    assert turns_passed(chosen, [first, second[:-1]]) == 1  # the second turn fails
+    assert turns_passed(chosen, [first, []]) == 1
+    assert turns_passed(chosen, [first]) == 1  # a stopped second turn is not given
+    assert turns_passed(chosen, [wrong_first, second]) == 0
+    assert turns_passed(chosen, []) == 0
+
+
+class FirstTurnOnly(GroundTruthModel):
+    """The ground truth's calls in the first turn only: in later turns every agent loop answers
+    at once, without a call (plans and answers as the ground-truth model gives them)."""
+
+    def next_call(self, request: dict[str, Any], entry: Entry, number: int) -> Reply:
+        return super().next_call(request, entry, number) if number == 0 else text("Done.")
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+def test_an_entry_whose_second_turn_fails_scores_its_first_turn(
+    design: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chosen = entry(TWO_TURNS_DEV)
+    row, _ = scripted_run(monkeypatch, chosen, design, FirstTurnOnly([chosen]))
+    assert row.calls == [chosen.ground_truth[0], []]
+    assert not row.passed and row.error_type == "multi_turn:empty_turn_model_response"
+    assert row.turns_passed == 1
+    lines = bench.table([row]).splitlines()
+    assert lines[1].split()[:4] == ["base", str(TWO_TURNS_DEV), design, "NO"]
+    assert lines[1].split()[4] == "1/2" and lines[3].split()[3:5] == ["0/1", "1/2"]
+
+
+def test_a_stopped_turn_does_not_count_though_its_calls_were_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second turn makes all four calls, then runs out of model calls before it answers."""
+    chosen = entry(TWO_TURNS_DEV)
+    assert [len(turn) for turn in chosen.ground_truth] == [1, 4]
+    bounds = Bounds(executor_max_steps=4)
+    row, _ = scripted_run(monkeypatch, chosen, "react", GroundTruthModel([chosen]), bounds)
+    assert row.calls == chosen.ground_truth and row.error_type == "harness:turn_stopped"
+    assert row.turns_passed == 1
+
+
+def test_react_with_recovery_runs_the_calls_a_server_returns_as_text_and_react_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama-server with a small model: every call comes back as a ```json fence in the text.
+    The two designs send the same first request: the same tools, documented the same way."""
+    chosen = entry(TWO_TURNS_DEV)
+    llama_server = PRESETS["llama-server"]
+    rows, first_requests = {}, {}
+    for design in ("react", "react+recovery"):
+        model = GroundTruthModel([chosen])
+        rows[design], requests = scripted_run(
+            monkeypatch, chosen, design, model, quirks=llama_server
+        )
+        first_requests[design] = requests[0]
+    plain, recovering = rows["react"], rows["react+recovery"]
+    assert plain.calls == [[], []] and plain.turns_passed == 0
+    assert plain.error_type == "multi_turn:empty_turn_model_response"
+    assert recovering.passed and recovering.turns_passed == 2
+    assert recovering.calls == chosen.ground_truth
+    assert first_requests["react"] == first_requests["react+recovery"]
+    assert len(first_requests["react"]["tools"]) == len(chosen.docs)
 
 
 def test_the_tools_run_the_entrys_apis_and_record_calls_as_bfcl_writes_them() -> None:
@@ -275,17 +376,9 @@ def test_the_proxy_passes_replies_through_and_records_llama_servers_timings() ->
 def test_a_server_that_reports_no_usage_leaves_tokens_unknown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
     chosen = entry(50)
-    model = GroundTruthModel([chosen])
     quiet = Quirks(usage=False)
-    with (
-        ScriptedOpenAIServer(model, quirks=quiet) as scripted,
-        MeteringProxy(scripted.base_url) as proxy,
-    ):
-        row = asyncio.run(
-            run_entry(chosen, "react", Server(proxy.base_url, MODEL_ID), Bounds(), proxy)
-        )
+    row, _ = scripted_run(monkeypatch, chosen, "react", GroundTruthModel([chosen]), quirks=quiet)
     assert row.passed and row.model_calls == 3
     assert (row.input_tokens, row.processed_tokens, row.processed_from) == (None, None, "unknown")
 

@@ -1,5 +1,6 @@
-"""docs/local-models.md's `replan check` example prints what the check prints against the
-scripted server started as the example starts it (`python -m replan.testing --preset ...`)."""
+"""docs/local-models.md's examples: `replan check` prints what the check prints against the
+scripted server started as the example starts it (`python -m replan.testing --preset ...`), and
+the `create_agent` agent with `TextCallRecoveryMiddleware` runs a call its server wrote as text."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from replan.cli.output import ExitCode
-from replan.testing import PRESETS, ScriptedOpenAIServer
+from replan.testing import PRESETS, ScriptedOpenAIServer, text, tool_call
 from replan.testing.command import build_parser
 from tests.support.cli_harness import invoke
-from tests.support.readme import doc, section_text
+from tests.support.readme import doc, python_blocks, run_example, section_text
 
 LOCAL = doc("local-models.md")
 SPEED = re.compile(r"^  speed .*$", re.M)
@@ -47,3 +48,21 @@ def test_the_check_example_is_what_the_check_prints(
     assert checked.code == ExitCode.OK, checked.err
     printed = SPEED.sub("", checked.out.replace(server.base_url, documented_url))
     assert printed.strip() == SPEED.sub("", _commands_and_output()[1]).strip()
+
+
+def test_the_create_agent_example_runs_the_call_llama_server_returned_as_text(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example,) = python_blocks(
+        "In your own `create_agent` agents: `TextCallRecoveryMiddleware`", LOCAL
+    )
+    with ScriptedOpenAIServer(quirks=PRESETS["llama-server"]) as server:  # calls as ```json
+        server.push(tool_call("word_count", {"text": "plan and execute"}), text("3 words."))
+        run_example(example, f"{LOCAL}:create-agent", server.base_url, monkeypatch)
+        requests = server.requests
+    assert capsys.readouterr().out.splitlines() == [
+        "word_count {'text': 'plan and execute'} 1",
+        "3 words.",
+    ]
+    (result,) = [m for m in requests[1]["messages"] if m["role"] == "tool"]
+    assert result["content"] == "3"  # the tool ran on the arguments written in the text

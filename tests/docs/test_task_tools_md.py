@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from replan.testing import ScriptedOpenAIServer, text, tool_call, tool_calls
-from tests.support.readme import doc, python_blocks, section_text
+from tests.support.readme import doc, python_blocks, run_example, section_text
 
 TASK_TOOLS = doc("task-tools.md")
 
@@ -23,9 +23,7 @@ def test_the_doc_s_agent_plans_with_parallel_task_calls(
     ]
     with ScriptedOpenAIServer() as server:
         server.push(tool_calls(creates), text("The release is planned."))
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        exec(compile(agent_example, f"{TASK_TOOLS}:task-tools", "exec"), {"__name__": "readme"})
+        run_example(agent_example, f"{TASK_TOOLS}:task-tools", server.base_url, monkeypatch)
         requests = server.requests
     assert capsys.readouterr().out.splitlines() == [
         "#1 [pending] Collect the changes",
@@ -68,9 +66,7 @@ def test_the_doc_s_create_agent_example_shows_the_list_in_state_and_prompt(
             tool_call("TaskUpdate", {"taskId": "1", "status": "in_progress"}),
             text("The tests are running."),
         )
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        exec(compile(example, f"{TASK_TOOLS}:create-agent", "exec"), {"__name__": "readme"})
+        run_example(example, f"{TASK_TOOLS}:create-agent", server.base_url, monkeypatch)
         requests = server.requests
     listing = [
         "#1 [in_progress] Run the test suite",

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
@@ -46,6 +48,14 @@ def section_text(section: str, path: Path = README) -> str:
         )
         return text[heading.end() : end]
     raise AssertionError(f"{path.name} has no section '{section}'")
+
+
+def run_example(code: str, name: str, base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run an example's `code` as written (`name` for tracebacks), its OpenAI clients sent to
+    the scripted server at `base_url` with a test key."""
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    exec(compile(code, name, "exec"), {"__name__": "readme"})
 
 
 def python_blocks(section: str, path: Path = README) -> list[str]:
