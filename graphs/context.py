@@ -5,11 +5,12 @@ Everything a run may change lives here, so Studio, the SDK and the CLI can set i
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypeVar, get_args
+
+from replan.graphs.setting_checks import check_choice, check_count, check_prices
 
 DEFAULT_MODEL = "gpt-4o-mini"
 OPENAI_HOST = "api.openai.com"
@@ -68,40 +69,6 @@ its name here."""
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name) or default
-
-
-def check_count(name: str, value: Any, *, minimum: int, maximum: int = MAX_BOUND) -> int:
-    """`value` if it is a whole number in [minimum, maximum]; ValueError naming `name` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a whole number, not {value!r}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be between {minimum} and {maximum}, not {value}")
-    return value
-
-
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    """ValueError naming `name` unless `value` is one of `choices`."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-
-
-def check_price(name: str, value: Any, *, allow_none: bool = False) -> float | None:
-    """`value` as a price if it is a finite number of 0 or more; ValueError naming `name`."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a number of dollars per million tokens, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be 0 or more, not {value}")
-    return float(value)
-
-
-def check_prices(price_in: Any, price_out: Any) -> None:
-    """ValueError unless both prices are given, each a number of 0 or more, or neither."""
-    check_price("price_in", price_in, allow_none=True)
-    check_price("price_out", price_out, allow_none=True)
-    if (price_in is None) != (price_out is None):
-        raise ValueError("price_in and price_out go together: give both")
 
 
 C = TypeVar("C")
@@ -322,9 +289,9 @@ class Context:
             check_count(name, getattr(self, name), minimum=1, maximum=MAX_REPLY_TOKENS)
         for name, minimum in (("max_iterations", 1), ("executor_max_steps", 1)):
             if (value := getattr(self, name)) is not None:
-                check_count(name, value, minimum=minimum)
+                check_count(name, value, minimum=minimum, maximum=MAX_BOUND)
         if self.mistake_retries is not None:
-            check_count("mistake_retries", self.mistake_retries, minimum=0)
+            check_count("mistake_retries", self.mistake_retries, minimum=0, maximum=MAX_BOUND)
         check_count("max_plan_steps", self.max_plan_steps, minimum=1, maximum=MAX_BOUND)
         if not isinstance(self.recover_text_calls, bool):
             raise ValueError(
@@ -383,9 +350,9 @@ class Bounds:
     mistake_retries: int = DEFAULT_MISTAKE_RETRIES
 
     def __post_init__(self) -> None:
-        check_count("max_iterations", self.max_iterations, minimum=1)
-        check_count("executor_max_steps", self.executor_max_steps, minimum=1)
-        check_count("mistake_retries", self.mistake_retries, minimum=0)
+        check_count("max_iterations", self.max_iterations, minimum=1, maximum=MAX_BOUND)
+        check_count("executor_max_steps", self.executor_max_steps, minimum=1, maximum=MAX_BOUND)
+        check_count("mistake_retries", self.mistake_retries, minimum=0, maximum=MAX_BOUND)
 
     def for_run(self, context: Context | None) -> Bounds:
         """These bounds with the run's own settings applied."""

@@ -37,6 +37,11 @@ def objective_text(messages: Sequence[AnyMessage]) -> str:
     return "\n\n".join(m.text for m in turn_messages(messages) if isinstance(m, HumanMessage))
 
 
+def user_texts(messages: Sequence[AnyMessage]) -> tuple[str, ...]:
+    """What the user wrote in the whole conversation, message by message."""
+    return tuple(m.text for m in messages if isinstance(m, HumanMessage) and m.text.strip())
+
+
 def turn_objective(state: PlanExecuteState) -> str:
     """The objective of the thread's last turn: as its planner read it, else (a thread saved
     before turns, or one not planned yet) from its messages."""

@@ -237,6 +237,9 @@ class StepRun(TypedDict):
     after: NotRequired[int]
     decision_mode: NotRequired[DecisionMode]
     settings: NotRequired[dict[str, Any]]
+    known: NotRequired[str]
+    """For a text step: the words of what the user wrote and of the thread's results, where
+    its calls' values may come from (`replan.graphs.plan.provenance.known_words`)."""
 
 
 class ExecutorState(TasksState, total=False):
@@ -258,6 +261,8 @@ class ExecutorState(TasksState, total=False):
     forced_as: DecisionMode
     corrected_mistakes: Annotated[int, operator.add]
     usage: Annotated[RunUsage, merge_usage]
+    known: str
+    """Where its calls' values may come from besides its own messages (`StepRun.known`)."""
 
 
 PLAN_ACTION = "plan"

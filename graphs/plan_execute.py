@@ -41,7 +41,6 @@ from replan.graphs.context import (
     Bounds,
     Context,
     TaskToolsChoice,
-    check_choice,
     run_context,
 )
 from replan.graphs.graph_state import (
@@ -66,6 +65,7 @@ from replan.graphs.nodes.review import PlanReviewNode
 from replan.graphs.nodes.turns import StartTurn, reply
 from replan.graphs.plan.scheduling import wave
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
+from replan.graphs.setting_checks import check_choice
 from replan.state.task_stores import TaskStore, open_task_store
 from replan.tools.task_descriptions import Language, check_language
 from replan.tools.task_tools import TASK_TOOL_NAMES

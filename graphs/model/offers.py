@@ -62,6 +62,14 @@ class ToolOffer:
         return ", ".join(tool.name for tool in self.tools) or NO_TOOLS_LISTED
 
     @cached_property
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        """Each tool's arguments' JSON schema, by the tool's name."""
+        return {
+            spec["function"]["name"]: spec["function"].get("parameters") or {}
+            for spec in self.specs
+        }
+
+    @cached_property
     def listing(self) -> str:
         """One short line per tool of the caller's for the head of every request (`tool_lines`;
         the task tools are the executor's, which it is offered with their schemas)."""

@@ -58,6 +58,7 @@ class Executor(ToolLoop):
             "max_steps": max_steps,
             "builds_on": bool(run["dependencies"]),
             "forced_as": run.get("decision_mode", "tool_required"),
+            "known": run.get("known", ""),
         }
         done = yield Call(self.for_run(context), start)
         messages = done["messages"]

@@ -6,7 +6,12 @@ from typing import Any
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
-from replan.graphs.conversation import require_objective, with_earlier_results, with_note
+from replan.graphs.conversation import (
+    require_objective,
+    user_texts,
+    with_earlier_results,
+    with_note,
+)
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.graph_state import PLANNER, ExecutedStep, PlanExecuteState
 from replan.graphs.model.client import resolve_model
@@ -15,6 +20,7 @@ from replan.graphs.model.decision_modes.fallbacks import DecisionModes
 from replan.graphs.nodes.base import ModelNode
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.provenance import Provenance
 from replan.graphs.plan.views import REPLANNER_RESULT_CHARS, format_executed_steps
 
 
@@ -47,6 +53,7 @@ class Planner(ModelNode):
         carried = state.get("carried_steps", [])
         numbering = Numbering.replan((), carried, self.tool_steps(context))
         modes = DecisionModes.of_run(context, state)
+        sources = Provenance.of(user_texts(state["messages"]), carried)
         messages = with_earlier_results(
             state["messages"],
             self._earlier(carried, numbering),
@@ -55,7 +62,7 @@ class Planner(ModelNode):
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),
                 [self.head(context), *with_note(messages, self.instructions(context))],
-                [self.decisions.plan(numbering, context)],
+                [self.decisions.plan(numbering, context, sources)],
                 node=PLANNER,
                 context=context,
                 prompts=self.prompts,

@@ -9,6 +9,7 @@ from langchain_core.messages import HumanMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
+from replan.graphs.conversation import user_texts
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.graph_state import REPLANNER, PlanExecuteState
 from replan.graphs.model.client import resolve_model
@@ -18,6 +19,7 @@ from replan.graphs.nodes.base import ModelNode
 from replan.graphs.plan.decisions import PlanArgs, RespondArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.progress import repeated_step
+from replan.graphs.plan.provenance import Provenance
 from replan.graphs.plan.scheduling import runnable_steps, steps_left, tool_wave, wave_fell_short
 from replan.graphs.plan.task_merge import read_shared_tasks
 from replan.graphs.plan.views import format_executed_steps, format_plan, replanner_briefing
@@ -74,11 +76,15 @@ class Replanner(ModelNode):
         briefing = replanner_briefing(state, prompts.repeated_steps, prompts.replanner_earlier)
         modes = DecisionModes.of_run(context, state)
         task = self.prompts.replanner_task.format(next=numbering.first, **briefing)
+        sources = Provenance.of(user_texts(state["messages"]), [*carried, *done])
         try:
             decision = yield from decide(
                 resolve_model(self.model, context, context.decision_max_tokens),
                 [self.head(context), HumanMessage(f"{self.instructions(context)}\n\n{task}")],
-                [self.decisions.respond(context), self.decisions.plan(numbering, context)],
+                [
+                    self.decisions.respond(context),
+                    self.decisions.plan(numbering, context, sources),
+                ],
                 node=REPLANNER,
                 context=context,
                 prompts=self.prompts,

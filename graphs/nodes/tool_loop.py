@@ -9,11 +9,15 @@ valid JSON never reaches `ToolNode`: `act` answers it with an error `ToolMessage
 call again. Tool calls the model wrote as text are run like real ones
 (`replan.graphs.model.text_calls`, with `Context.recover_text_calls`); a reply whose text looks
 like a call that cannot be read (an unknown tool, broken JSON) is not taken as the step's result:
-the model is told so and asked again. Nor, once per step, is a report that says the step failed or
-gives figures no tool or earlier result showed (`replan.graphs.nodes.report_check`). The loop stops
-when the model answers in prose without tool calls, when its reply was cut off at the token limit,
-or after `executor_max_steps` model calls; in the last two cases the step's result says plainly
-that it is unfinished and shows what the model had written and the last tool results.
+the model is told so and asked again. A reply with a call of the run's own tools whose value
+comes from nowhere (a template's value, a result's text as an identifier, an id found in no
+message or result: `replan.graphs.plan.provenance`) has none of its calls made: each gets a
+reply saying why, once per value and step. Nor, once per step, is a report that says the step
+failed or gives figures no tool or earlier result showed (`replan.graphs.nodes.report_check`).
+The loop stops when the model answers in prose without tool calls, when its reply was cut off at
+the token limit, or after `executor_max_steps` model calls; in the last two cases the step's
+result says plainly that it is unfinished and shows what the model had written and the last tool
+results.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from replan.graphs.model.turn import ask_model, cut_off, with_distinct_call_ids
 from replan.graphs.nodes.base import ModelNode
 from replan.graphs.nodes.driver import dual_node
 from replan.graphs.nodes.report_check import is_failure_report, reminder_problem, tool_to_force
+from replan.graphs.plan.provenance import CALL_ADVICE, NOT_CALLED, Provenance
 from replan.graphs.prompts import Prompts
 from replan.graphs.tool_errors import tool_node
 from replan.state.task_stores import TaskStore
@@ -64,6 +69,9 @@ INVALID_ARGUMENTS = (
     "Error: the arguments of this `{name}` call were not valid JSON, so it did not run. "
     "Call `{name}` again with the arguments as a JSON object."
 )
+CALL_HELD = f"{NOT_CALLED} another call of this reply is being corrected. Call it again with it."
+UNSOURCED = "unsourced"
+"""The artifact key of a call's reply that lists the values asked about."""
 TOOLS: Literal["tools"] = "tools"
 """The loop's node that runs the requested tools."""
 
@@ -79,6 +87,54 @@ def invalid_call_replies(reply: AIMessage) -> list[ToolMessage]:
         )
         for call in reply.invalid_tool_calls
     ]
+
+
+def unsourced_call_replies(
+    reply: AIMessage, messages: Sequence[AnyMessage], offer: ToolOffer, known: str = ""
+) -> list[ToolMessage]:
+    """When a call of `reply` to one of the run's own tools has a value that comes from nowhere
+    (`replan.graphs.plan.provenance`), a reply to each of its calls, none of them made; else
+    none. The values are asked about once a step (they ride on the replies' artifacts)."""
+    read: dict[int | str, str] = {
+        f"result {i}": str(m.text) for i, m in enumerate(messages) if isinstance(m, ToolMessage)
+    }
+    read["the thread"] = known
+    given = tuple(str(m.text) for m in messages if isinstance(m, HumanMessage))
+    told = {v for m in messages if isinstance(m, ToolMessage) for v in _unsourced(m.artifact)}
+    sources = Provenance(given, read, told)
+    found = {
+        call.get("id") or "": sources.problems(call["args"], offer.parameters[call["name"]])
+        for call in reply.tool_calls
+        if call["name"] in offer.own
+    }
+    if not any(found.values()):
+        return []
+    replies = []
+    for call in reply.tool_calls:
+        problems = found.get(call.get("id") or "") or []
+        text = CALL_ADVICE.format(problems="; ".join(p for _, p in problems))
+        replies.append(
+            ToolMessage(
+                text if problems else CALL_HELD,
+                tool_call_id=call.get("id") or "",
+                name=call["name"],
+                status="error",
+                artifact={UNSOURCED: [value for value, _ in problems]},
+            )
+        )
+    return replies
+
+
+def _unsourced(artifact: Any) -> list[str]:
+    return list(artifact.get(UNSOURCED) or []) if isinstance(artifact, dict) else []
+
+
+def answered(messages: Sequence[AnyMessage], reply: AIMessage) -> bool:
+    """Whether every tool call of `reply`, the last model turn of `messages`, has its reply
+    after it already (call ids may repeat across turns)."""
+    after = messages[max(i for i, m in enumerate(messages) if m is reply) + 1 :]
+    ids = {m.tool_call_id for m in after if isinstance(m, ToolMessage)}
+    return all(call["id"] in ids for call in reply.tool_calls)
 
 
 def corrected_mistakes(loop: ExecutorState) -> int:
@@ -152,6 +208,9 @@ class ToolLoop(ModelNode):
             chat = model.bind_tools(list(offer.specs), tool_choice=forced) if offer.specs else model
             reply = yield from ask_model(chat, conversation, context, offer.offered)
         corrections: list[AnyMessage] = [*invalid_call_replies(reply)]
+        corrections += unsourced_call_replies(
+            reply, state["messages"], offer, state.get("known", "")
+        )
         if context.recover_text_calls and (problem := text_call_problem(reply, offer.offered)):
             tools = ", ".join(f"`{name}`" for name in sorted(offer.offered.names))
             corrections.append(
@@ -239,7 +298,7 @@ class ToolLoop(ModelNode):
         reply = last_reply(state["messages"])
         if reply is None or cut_off(reply) or state["model_calls"] >= self.budget(state):
             return "__end__"
-        if reply.tool_calls:
+        if reply.tool_calls and not answered(state["messages"], reply):
             return TOOLS
         return "__end__" if isinstance(state["messages"][-1], AIMessage) else ACT
 

@@ -26,6 +26,7 @@ from replan.graphs.model.decision_modes.strategy import DecisionTool
 from replan.graphs.plan.echoes import instruction_words
 from replan.graphs.plan.numbering import Item, Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
+from replan.graphs.plan.provenance import Provenance
 from replan.graphs.plan.tool_steps import money_as_numbers
 from replan.graphs.prompts import Prompts
 
@@ -260,13 +261,18 @@ class Decisions:
             getattr(prompts, name) for name in PLANNING_PROMPTS if hasattr(prompts, name)
         )
 
-    def plan(self, numbering: Numbering, context: Context) -> DecisionTool:
+    def plan(
+        self, numbering: Numbering, context: Context, sources: Provenance | None = None
+    ) -> DecisionTool:
         """The `plan` decision whose steps are checked against `numbering` (and its tools),
         listing at most the run's `max_plan_steps` (the schema's `maxItems` too), copying none
-        of the instructions."""
+        of the instructions, with tool step values that come from `sources` (when given)."""
         base = self._tool_plan if numbering.tools else self._text_plan
         numbering = replace(
-            numbering, max_steps=context.max_plan_steps, instructions=self._instructions
+            numbering,
+            max_steps=context.max_plan_steps,
+            instructions=self._instructions,
+            sources=sources,
         )
         return replace(
             base,

@@ -28,6 +28,7 @@ from replan.graphs.graph_state import ExecutedStep, PlannedStep
 from replan.graphs.plan.echoes import copies_instructions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.progress import step_key
+from replan.graphs.plan.provenance import PLAN_ADVICE, Provenance
 from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.tool_steps import format_call
 
@@ -62,7 +63,8 @@ class Numbering:
     the tools its tool steps may call (None: tool steps are taken unchecked); `done_texts`,
     what the done steps say (`step_key`); `max_steps`, the most items a plan may list (None:
     any number); `instructions`, the words of the prompt's sentences, which a text step may not
-    copy (`replan.graphs.plan.echoes`)."""
+    copy (`replan.graphs.plan.echoes`); `sources`, where a tool step's values may come from
+    (`replan.graphs.plan.provenance`; None: not checked)."""
 
     first: int = 1
     ids_from: int = 1
@@ -72,6 +74,7 @@ class Numbering:
     done_texts: frozenset[str] = frozenset()
     max_steps: int | None = None
     instructions: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
+    sources: Provenance | None = field(default=None, compare=False)
 
     @classmethod
     def first_plan(cls, tools: OwnTools = NO_TOOLS) -> Numbering:
@@ -141,8 +144,11 @@ class Numbering:
                 f"next {self.max_steps} (the rest can be planned once they are done), and no "
                 "step twice"
             )
+        matches = self._matches(items)
         for index, item in enumerate(items):
             number = self.first + index
+            if matches[index] is None and (unsourced := self._unsourced(item)):
+                found += [f"step {number}: {p}" for p in unsourced] + [PLAN_ADVICE]
             if not item.text:
                 found.append(f"step {number} is blank")
             elif item.tool is None and copies_instructions(item.text, self.instructions):
@@ -170,6 +176,15 @@ class Numbering:
                         hint = plain if verb == "refers to" else ""
                         found.append(f"{what}, but {self._no_such_step(last)}{hint}")
         return list(dict.fromkeys(found))
+
+    def _unsourced(self, item: Item) -> list[str]:
+        """What a valid tool step's values come from nowhere (`sources`), in words."""
+        tools, sources = self.tools, self.sources
+        if sources is None or tools is None or item.tool is None:
+            return []
+        if tools.problems(item.tool, item.args):
+            return []
+        return [p for _, p in sources.problems(item.args or {}, tools.parameters[item.tool])]
 
     def _no_such_step(self, last: int) -> str:
         if self.first == 1 and not self.done:

@@ -10,7 +10,7 @@ from langgraph.types import Send
 from replan.graphs.context import (
     Context,
 )
-from replan.graphs.conversation import turn_objective
+from replan.graphs.conversation import turn_objective, user_texts
 from replan.graphs.graph_state import (
     EXECUTOR,
     ExecutedStep,
@@ -19,6 +19,7 @@ from replan.graphs.graph_state import (
     StepRun,
     effective_mode,
 )
+from replan.graphs.plan.provenance import known_words
 from replan.graphs.plan.references import references
 from replan.graphs.plan.tool_steps import call_key
 from replan.state.tasks import TaskContext
@@ -67,6 +68,10 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
             run["after"] = len(executed)
             if calls:
                 run["earlier_calls"] = calls
+        else:
+            run["known"] = known_words(
+                [*user_texts(state.get("messages") or []), *(d["result"] for d in known)]
+            )
         if record := state.get("decision_mode"):
             run["decision_mode"] = effective_mode(context.decision_mode, record)
         return Send(EXECUTOR, run)

@@ -30,9 +30,9 @@ from replan.graphs.context import (
     TOOL_ERRORS_CHOICES,
     TOOL_STEPS_CHOICES,
     Context,
-    check_price,
 )
 from replan.graphs.persistence import DEFAULT_DB
+from replan.graphs.setting_checks import check_price
 
 MAX_OBJECTIVE_BYTES = 16 * 1024 * 1024
 """Largest objective read from stdin or `--objective-file` (more is refused)."""

@@ -25,7 +25,7 @@ from replan.cli.call_review import is_call_review
 from replan.cli.output import CliError, ExitCode, emit, say
 from replan.cli.run_settings import as_options
 from replan.cli.summary import cli_start, describe_run, summarize, threads_table
-from replan.graphs.context import Context, check_prices
+from replan.graphs.context import Context
 from replan.graphs.graph_state import (
     NODES,
     START_TURN,
@@ -40,6 +40,7 @@ from replan.graphs.persistence import (
     open_checkpointer,
     stored_thread_ids,
 )
+from replan.graphs.setting_checks import check_prices
 from replan.graphs.thread_leases import thread_lease
 
 

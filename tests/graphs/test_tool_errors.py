@@ -136,25 +136,29 @@ def test_a_task_tool_s_error_still_ends_the_run(tmp_path: Path) -> None:
         run(graph, "Make a task")
 
 
+URL = "http://127.0.0.1:9/page"
+"""A page no server answers for."""
+
+
 @both_modes
 def test_a_tool_raising_a_connection_error_is_not_a_model_outage(mode: Mode) -> None:
     model = FakeChatModel(
         planner=[plan("read the page")],
-        executor=[call("fetch_page", url="http://127.0.0.1:9/page"), _says_what_it_read],
+        executor=[call("fetch_page", url=URL), _says_what_it_read],
         replanner=[respond("The page cannot be fetched.")],
     )
-    result = run(build_plan_execute_graph(model, [fetch_page]), "Summarise the page", mode)
+    result = run(build_plan_execute_graph(model, [fetch_page]), f"Summarise the page {URL}", mode)
     reply = _tool_reply(model.requests_of("executor")[1])
     assert reply.content == f"Error: the tool `fetch_page` failed: {CONNECTION}"
     assert result["response"] == "The page cannot be fetched."
 
     model = FakeChatModel(
         planner=[plan("read the page")],
-        executor=[call("fetch_page", url="http://127.0.0.1:9/page")],
+        executor=[call("fetch_page", url=URL)],
     )
     graph = build_plan_execute_graph(model, [fetch_page])
     with pytest.raises(openai.APIConnectionError) as caught:
-        run(graph, "Summarise the page", mode, context=RAISE)
+        run(graph, f"Summarise the page {URL}", mode, context=RAISE)
     assert not isinstance(caught.value, ModelUnavailableError)
 
 

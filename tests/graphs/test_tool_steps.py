@@ -423,7 +423,7 @@ def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: 
         replanner=[plan_call(flaky, note), respond("09:30")],  # note: still step 2
     )
     graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
-    result = run(graph, "Time", mode, config=CONFIG)
+    result = run(graph, "Time in Quito", mode, config=CONFIG)
 
     assert kit.calls == [("flaky", "Quito"), ("flaky", "Quito")]  # note never ran
     failed, skipped, retried = sorted(result["executed_steps"], key=lambda d: d["id"])

@@ -54,7 +54,8 @@ def test_the_one_value_of_a_one_field_object_goes_into_a_string() -> None:
         ),
         (
             3,
-            '$3 is a JSON object with the fields price, volume: name the field it needs, as "$3.price"',
+            "$3 is a JSON object with the fields price, volume: "
+            'name the field it needs, as "$3.price"',
         ),
         (4, '$4 is a JSON list of 2 items: name the item it needs, as "$4[0]"'),
     ],
