@@ -29,6 +29,7 @@ from replan.graphs.context import (
 from replan.graphs.model.text_calls import OfferedTools
 from replan.state.task_stores import TaskStore
 from replan.tools.calculator import is_computing
+from replan.tools.effects import ToolEffects, effects_by_name
 from replan.tools.returns import return_schema, shape_of
 from replan.tools.task_descriptions import Language
 from replan.tools.task_tools import task_tools
@@ -60,6 +61,11 @@ class ToolOffer:
     def names(self) -> str:
         """The tool names, comma-separated (NO_TOOLS_LISTED when there are none)."""
         return ", ".join(tool.name for tool in self.tools) or NO_TOOLS_LISTED
+
+    @cached_property
+    def effects(self) -> dict[str, ToolEffects]:
+        """What each of the caller's tools declares it does (`replan.tools.effects`)."""
+        return effects_by_name(tool for tool in self.tools if tool.name in self.own)
 
     @cached_property
     def parameters(self) -> dict[str, dict[str, Any]]:

@@ -28,7 +28,6 @@ from replan.graphs.nodes.tool_step import run_tool_step
 from replan.graphs.plan.task_merge import read_shared_tasks, task_replay
 from replan.graphs.plan.views import executor_briefing
 from replan.state.usage import step_usage, total_tally
-from replan.tools.effects import effects_by_name
 from replan.tools.task_state import as_task_context
 
 
@@ -86,8 +85,7 @@ class Executor(ToolLoop):
     def acted(self, context: Context, messages: Sequence[AnyMessage]) -> bool:
         """Whether the step called one of the run's own tools that may act (the task tools
         change only the task list, which no tool step reads)."""
-        offer = self.offer(context)
-        effects = effects_by_name(t for t in offer.tools if t.name in offer.own)
+        effects = self.offer(context).effects
         return any(
             effects[call["name"]].acts
             for message in messages
