@@ -1,7 +1,8 @@
 """The LLM-facing surface of replan: LangChain tools over the `replan.state` layer.
 
 `TaskToolsMiddleware` (for `langchain.agents.create_agent`) is loaded on first use, so this
-package imports without the optional `langchain` dependency.
+package imports without the optional `langchain` dependency (`agent_middleware_api` imports it
+for replan's middleware). `effects` says what tools do, `returns` what they return.
 """
 
 from __future__ import annotations
