@@ -54,6 +54,10 @@ TOOL_ERRORS_CHOICES: tuple[ToolErrorsChoice, ...] = get_args(ToolErrorsChoice)
 "report" makes it the call's error result, "raise" ends the run with it."""
 InFlightChoice = Literal["ask", "fail"]  # `Context.in_flight_calls`
 IN_FLIGHT_CHOICES: tuple[InFlightChoice, ...] = get_args(InFlightChoice)
+PlanIntegrity = Literal["open", "sealed"]  # `Context.plan_integrity`
+PLAN_INTEGRITIES: tuple[PlanIntegrity, ...] = get_args(PlanIntegrity)
+SealedCallChoice = Literal["ask", "refuse"]  # `Context.sealed_calls`
+SEALED_CALL_CHOICES: tuple[SealedCallChoice, ...] = get_args(SealedCallChoice)
 AnswerMode = Literal["plain", "decision"]
 ANSWER_MODES: tuple[AnswerMode, ...] = get_args(AnswerMode)
 DEFAULT_ANSWER: AnswerMode = "decision"
@@ -234,6 +238,24 @@ class Context:
         },
     )
 
+    plan_integrity: PlanIntegrity = field(
+        default="open",
+        metadata={
+            "description": "'sealed': the first plan of a turn declares the actions the turn "
+            "may take (its tool steps, and the tools each text step may use); a call of an "
+            "acting tool not declared, or with a sensitive argument that may come from a "
+            "tool's result, is held (docs/sealed-plans.md). 'open': no such check."
+        },
+    )
+
+    sealed_calls: SealedCallChoice = field(
+        default="ask",
+        metadata={
+            "description": "In a sealed run, a held call: 'ask' pauses for a person (approve, "
+            "edit, respond or reject), 'refuse' fails the call saying why."
+        },
+    )
+
     recover_text_calls: bool = field(
         default=True,
         metadata={
@@ -304,6 +326,8 @@ class Context:
         check_choice("tool_steps", self.tool_steps, TOOL_STEPS_CHOICES)
         check_choice("tool_errors", self.tool_errors, TOOL_ERRORS_CHOICES)
         check_choice("in_flight_calls", self.in_flight_calls, IN_FLIGHT_CHOICES)
+        check_choice("plan_integrity", self.plan_integrity, PLAN_INTEGRITIES)
+        check_choice("sealed_calls", self.sealed_calls, SEALED_CALL_CHOICES)
         check_choice("decision_mode", self.decision_mode, DECISION_MODES)
         check_choice("answer", self.answer, ANSWER_MODES)
         check_prices(self.price_in, self.price_out)

@@ -31,6 +31,14 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 from replan.graphs.context import Context
+from replan.graphs.seal import (
+    REJECTED,
+    SEAL_DECISIONS,
+    held_request,
+    hold_reason,
+    refused,
+    seal_of,
+)
 from replan.tools.effects import ToolEffects, effects_by_name
 
 Answer = ToolMessage | Command[Any]
@@ -106,16 +114,47 @@ def in_flight_request(call: Mapping[str, Any], key: str) -> dict[str, Any]:
     }
 
 
-def _decision(answer: Any) -> Mapping[str, Any]:
-    """The one decision of an answer to `in_flight_request` (a bare decision is taken too)."""
+def _decision(
+    answer: Any, allowed: Sequence[str] = IN_FLIGHT_DECISIONS, about: str = "a call in flight"
+) -> Mapping[str, Any]:
+    """The one decision of an answer to a `HITLRequest` about one call (a bare decision is
+    taken too)."""
     if isinstance(answer, Mapping) and isinstance(answer.get("decisions"), list):
         decisions = answer["decisions"]
         answer = decisions[0] if decisions else {}
-    if isinstance(answer, Mapping) and answer.get("type") in IN_FLIGHT_DECISIONS:
+    if isinstance(answer, Mapping) and answer.get("type") in allowed:
         return answer
-    raise ValueError(
-        f"an answer to a call in flight takes one decision of {IN_FLIGHT_DECISIONS}: got {answer!r}"
-    )
+    raise ValueError(f"an answer to {about} takes one decision of {list(allowed)}: got {answer!r}")
+
+
+def _sealed(request: ToolCallRequest, effects: ToolEffects) -> ToolCallRequest | ToolMessage:
+    """`request` as it may go on in a sealed run (edited by a person, maybe), or the held
+    call's result (`replan.graphs.seal`); `request` itself in an open run."""
+    seal = seal_of(request.state)
+    if seal is None:
+        return request
+    call = request.tool_call
+    messages = request.state.get("messages") or [] if isinstance(request.state, Mapping) else []
+    read = any(isinstance(message, ToolMessage) for message in messages)
+    reason = hold_reason(call, effects, seal, read)
+    if reason is None:
+        return request
+    context = request.runtime.context
+    if isinstance(context, Context) and context.sealed_calls == "refuse":
+        return refused(call, reason)
+    answer = interrupt(held_request(call, reason))
+    decision = _decision(answer, SEAL_DECISIONS, "a held call")
+    if decision["type"] == "respond":
+        return ToolMessage(
+            str(decision.get("message") or ""), tool_call_id=call["id"], name=call["name"]
+        )
+    if decision["type"] == "reject":
+        text = REJECTED.format(reason=reason)
+        return ToolMessage(text, tool_call_id=call["id"], name=call["name"], status="error")
+    if decision["type"] == "edit":
+        edited = decision.get("edited_action") or {}
+        return request.override(tool_call={**call, "args": dict(edited.get("args") or {})})
+    return request
 
 
 def _unmade(request: ToolCallRequest, reason: str = "") -> ToolMessage:
@@ -163,7 +202,10 @@ class DurableCalls:
         return self.effects.get(tool, ToolEffects()).may_repeat
 
     def _call(self, request: ToolCallRequest, execute: Execute, key: str) -> Answer:
-        store = request.runtime.store
+        sealed = _sealed(request, self.effects.get(request.tool_call["name"], ToolEffects()))
+        if isinstance(sealed, ToolMessage):
+            return sealed
+        request, store = sealed, request.runtime.store
         if store is not None:
             started = store.get(INTENTS, key)
             if started is not None and not self.may_repeat(request.tool_call["name"]):
@@ -181,7 +223,10 @@ class DurableCalls:
             _KEY.reset(token)
 
     async def _acall(self, request: ToolCallRequest, execute: AExecute, key: str) -> Answer:
-        store = request.runtime.store
+        sealed = _sealed(request, self.effects.get(request.tool_call["name"], ToolEffects()))
+        if isinstance(sealed, ToolMessage):
+            return sealed
+        request, store = sealed, request.runtime.store
         if store is not None:
             started = await store.aget(INTENTS, key)
             if started is not None and not self.may_repeat(request.tool_call["name"]):

@@ -69,6 +69,8 @@ class PlannedStep(TypedDict):
     depends_on: list[int]
     tool: NotRequired[str]
     args: NotRequired[dict[str, Any]]
+    tools: NotRequired[list[str]]
+    """A text step of a sealed run: the tools its executor may act with (`replan.graphs.seal`)."""
 
 
 StepStatus = Literal["done", "unfinished", "failed"]
@@ -193,6 +195,10 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     turns: Annotated[list[Turn], operator.add]
     objective: str
     """The objective of the turn under way (the planner reads it from `messages`)."""
+    declared_tools: list[str]
+    """A sealed run's turn: the tools its first plan declared it may act with (`seal`)."""
+    declared_steps: list[int]
+    """A sealed run's turn: the ids of its first plan's steps, written before any result."""
     carried_steps: list[ExecutedStep]
     """The steps of the turn before, which this turn's plans may name by number."""
     plan: list[PlannedStep]
@@ -237,6 +243,9 @@ class StepRun(TypedDict):
     after: NotRequired[int]
     decision_mode: NotRequired[DecisionMode]
     settings: NotRequired[dict[str, Any]]
+    seal: NotRequired[dict[str, Any]]
+    """In a sealed run: the tools the step may act with, the arguments that may come from a
+    result (`replan.graphs.seal.step_seal`)."""
     known: NotRequired[str]
     """For a text step: the words of what the user wrote and of the thread's results, where
     its calls' values may come from (`replan.graphs.plan.provenance.known_words`)."""
@@ -263,6 +272,8 @@ class ExecutorState(TasksState, total=False):
     usage: Annotated[RunUsage, merge_usage]
     known: str
     """Where its calls' values may come from besides its own messages (`StepRun.known`)."""
+    seal: dict[str, Any]
+    """In a sealed run: what its calls may do (`StepRun.seal`)."""
 
 
 PLAN_ACTION = "plan"

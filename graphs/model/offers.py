@@ -62,6 +62,11 @@ class ToolOffer:
         """The tool names, comma-separated (NO_TOOLS_LISTED when there are none)."""
         return ", ".join(tool.name for tool in self.tools) or NO_TOOLS_LISTED
 
+    @property
+    def task_tool_names(self) -> list[str]:
+        """The names of the task tools offered (none with `Context.task_tools="none"`)."""
+        return [tool.name for tool in self.tools if tool.name not in self.own]
+
     @cached_property
     def effects(self) -> dict[str, ToolEffects]:
         """What each of the caller's tools declares it does (`replan.tools.effects`)."""

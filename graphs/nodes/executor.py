@@ -27,6 +27,7 @@ from replan.graphs.nodes.tool_loop import ToolLoop, corrected_mistakes
 from replan.graphs.nodes.tool_step import run_tool_step
 from replan.graphs.plan.task_merge import read_shared_tasks, task_replay
 from replan.graphs.plan.views import executor_briefing
+from replan.graphs.seal import with_tools
 from replan.state.usage import step_usage, total_tally
 from replan.tools.task_state import as_task_context
 
@@ -59,6 +60,9 @@ class Executor(ToolLoop):
             "forced_as": run.get("decision_mode", "tool_required"),
             "known": run.get("known", ""),
         }
+        if "seal" in run:  # the task tools over the run's own state never act outside it
+            own_state = [] if self.task_store else self.offers[choice].task_tool_names
+            start["seal"] = with_tools(run["seal"], own_state)
         done = yield Call(self.for_run(context), start)
         messages = done["messages"]
         result, status = self.step_result(messages, max_steps, context.executor_max_tokens)

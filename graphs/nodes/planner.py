@@ -22,6 +22,7 @@ from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.provenance import Provenance
 from replan.graphs.plan.views import REPLANNER_RESULT_CHARS, format_executed_steps
+from replan.graphs.seal import declared
 
 
 class Planner(ModelNode):
@@ -36,9 +37,10 @@ class Planner(ModelNode):
         if not self.tool_steps(context):
             return self.prompts.planner.format(tools=offer.listing, computing=computing)
         example = self.own_tools.example(offer.computing)
-        return self.prompts.planner_tool_steps.format(
+        text = self.prompts.planner_tool_steps.format(
             tools=offer.listing, computing=computing, example=example
         )
+        return text + self.prompts.planner_sealed if context.plan_integrity == "sealed" else text
 
     def planner(self, state: PlanExecuteState, context: Context) -> Steps[dict[str, Any]]:
         """Ask the model for the turn's plan (a forced `plan` decision) and start a fresh round
@@ -75,9 +77,12 @@ class Planner(ModelNode):
             return {**started, **stopped, **modes.update()}
         args = decision.args
         assert isinstance(args, PlanArgs)
+        plan = accept_plan(args, numbering)
+        if context.plan_integrity == "sealed":
+            started.update(declared(plan))
         return {
             **started,
-            "plan": accept_plan(args, numbering),
+            "plan": plan,
             "response": "",
             **decision.update(),
             **modes.update(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 
 from replan.graphs.calls import Call, Steps
 from replan.graphs.context import ToolErrorsChoice
@@ -14,6 +14,7 @@ from replan.graphs.plan.own_tools import OwnTools
 from replan.graphs.plan.references import UnresolvedPath, references
 from replan.graphs.plan.tool_steps import WholeResult, format_call, same_call, substitute
 from replan.graphs.prompts import Prompts
+from replan.graphs.seal import SEAL_KEY
 from replan.graphs.tool_errors import reports, tool_error_text
 
 
@@ -72,7 +73,10 @@ def run_tool_step(
         return {"executed_steps": [done]}
 
     try:
-        answer = yield Call(tools.node, [call])
+        given: Any = [call]
+        if "seal" in run:  # the call's `ToolNode` learns what it may do (`replan.graphs.seal`)
+            given = {"messages": [AIMessage("", tool_calls=[call])], SEAL_KEY: run["seal"]}
+        answer = yield Call(tools.node, given)
     except Exception as error:
         if not reports(error, tool_errors):
             raise

@@ -37,6 +37,8 @@ class PlanStepArgs(BaseModel):
 
     step: str
     depends_on: list[int] | None = None
+    tools: list[str] | None = None
+    """In a sealed run: the tools the step may act with (`replan.graphs.seal`)."""
 
 
 class ToolStepArgs(BaseModel):
@@ -96,7 +98,11 @@ class PlanArgs(BaseModel):
             if isinstance(step, str)
             else Item.tool_step(step.tool, step.args, step.depends_on)
             if isinstance(step, ToolStepArgs)
-            else Item(step_text(step.step), step.depends_on)
+            else Item(
+                step_text(step.step),
+                step.depends_on,
+                tools=None if step.tools is None else tuple(step.tools),
+            )
             for step in self.steps
         ]
 
@@ -184,19 +190,27 @@ def text_plan_schema() -> dict[str, Any]:
     return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
 
 
-def tool_plan_schema(tools: OwnTools) -> dict[str, Any]:
-    """The `plan` arguments' schema of a run with tool steps: strings, text steps, and one
-    object per tool (`OwnTools.item_schemas`); nothing else, to keep every request lean."""
-    items = {"anyOf": [{"type": "string"}, TEXT_STEP_SCHEMA, *tools.item_schemas]}
+def sealed_text_step_schema(tools: OwnTools) -> dict[str, Any]:
+    """A text step of a sealed run: it may name the tools it acts with (`tools`)."""
+    named = {"type": "array", "items": {"enum": list(tools.by_name)}}
+    return {**TEXT_STEP_SCHEMA, "properties": {**TEXT_STEP_SCHEMA["properties"], "tools": named}}
+
+
+def tool_plan_schema(tools: OwnTools, sealed: bool = False) -> dict[str, Any]:
+    """The `plan` arguments' schema of a run with tool steps: strings, text steps (`sealed`:
+    naming their tools), and one object per tool (`OwnTools.item_schemas`); nothing else, to
+    keep every request lean."""
+    text = sealed_text_step_schema(tools) if sealed else TEXT_STEP_SCHEMA
+    items = {"anyOf": [{"type": "string"}, text, *tools.item_schemas]}
     steps = {"type": "array", "minItems": 1, "items": items}
     return {"type": "object", "properties": {"steps": steps}, "required": ["steps"]}
 
 
-def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS) -> DecisionTool:
-    """The `plan` tool: `steps`, each a string, a step with its dependencies or, when `tools`
-    has any, a tool step calling one of them."""
+def plan_tool(prompts: Prompts, tools: OwnTools = NO_TOOLS, sealed: bool = False) -> DecisionTool:
+    """The `plan` tool: `steps`, each a string, a step with its dependencies (`sealed`: and
+    the tools it acts with) or, when `tools` has any, a tool step calling one of them."""
     if tools:
-        steps, schema = prompts.plan_steps_tools, tool_plan_schema(tools)
+        steps, schema = prompts.plan_steps_tools, tool_plan_schema(tools, sealed)
     else:
         steps, schema = prompts.plan_steps, text_plan_schema()
     return DecisionTool("plan", prompts.plan_tool, PlanArgs, {"steps": steps}, schema=schema)
@@ -250,6 +264,10 @@ class Decisions:
         return plan_tool(self.prompts, self.tools)
 
     @functools.cached_property
+    def _sealed_plan(self) -> DecisionTool:
+        return plan_tool(self.prompts, self.tools, sealed=True)
+
+    @functools.cached_property
     def _responds(self) -> dict[AnswerMode, DecisionTool]:
         return {answer: respond_tool(self.prompts, answer) for answer in ANSWER_MODES}
 
@@ -267,7 +285,12 @@ class Decisions:
         """The `plan` decision whose steps are checked against `numbering` (and its tools),
         listing at most the run's `max_plan_steps` (the schema's `maxItems` too), copying none
         of the instructions, with tool step values that come from `sources` (when given)."""
-        base = self._tool_plan if numbering.tools else self._text_plan
+        sealed = context.plan_integrity == "sealed"
+        base = (
+            (self._sealed_plan if sealed else self._tool_plan)
+            if numbering.tools
+            else self._text_plan
+        )
         numbering = replace(
             numbering,
             max_steps=context.max_plan_steps,

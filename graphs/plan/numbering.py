@@ -42,6 +42,7 @@ class Item:
     depends_on: list[int] | None = None
     tool: str | None = None
     args: dict[str, Any] | None = None
+    tools: tuple[str, ...] | None = None
 
     @classmethod
     def tool_step(cls, tool: str, args: Any, depends_on: list[int] | None) -> Item:
@@ -158,6 +159,9 @@ class Numbering:
                 )
             if item.tool is not None and self.tools is not None:
                 found += [f"step {number}: {p}" for p in self.tools.problems(item.tool, item.args)]
+            unknown = [t for t in item.tools or () if self.tools and t not in self.tools.by_name]
+            if unknown:
+                found.append(f"step {number} names no tool of this run: {', '.join(unknown)}")
             named, referred = self._waits_for(index, item)
             for verb, others in (("depends on", named), ("refers to", sorted(referred))):
                 for other in others:
@@ -219,5 +223,9 @@ class Numbering:
                 step["tool"] = item.tool
                 step["args"] = renumber(item.args or {}, to_id)
                 step["step"] = format_call(item.tool, step["args"])
+            elif item.tools is not None:
+                step["tools"] = list(item.tools)
+            elif match is not None and "tools" in match:
+                step["tools"] = list(match["tools"])
             plan.append(step)
         return plan

@@ -22,6 +22,7 @@ from replan.graphs.graph_state import (
 from replan.graphs.plan.provenance import known_words
 from replan.graphs.plan.references import references
 from replan.graphs.plan.tool_steps import call_key
+from replan.graphs.seal import step_seal
 from replan.state.tasks import TaskContext
 
 
@@ -74,6 +75,8 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
             )
         if record := state.get("decision_mode"):
             run["decision_mode"] = effective_mode(context.decision_mode, record)
+        if context.plan_integrity == "sealed":
+            run["seal"] = step_seal(state, step, bool(inputs))
         return Send(EXECUTOR, run)
 
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)

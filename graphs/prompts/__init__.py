@@ -50,6 +50,7 @@ from replan.graphs.prompts.planner import (
     PLANNER,
     PLANNER_COMPUTING,
     PLANNER_EARLIER,
+    PLANNER_SEALED,
     PLANNER_TOOL_STEPS,
 )
 from replan.graphs.prompts.replanner import (
@@ -98,6 +99,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
         {"objective", "plan", "executed_steps", "tasks", "repeated", "next"}
     ),
     "planner_tool_steps": frozenset({"tools", "computing", "example"}),
+    "planner_sealed": frozenset(),
     "replanner_tool_steps": frozenset({"respond", "computing"}),
     "replanner_computing": frozenset({"tools"}),
     "plan_steps_tools": frozenset(),
@@ -160,6 +162,7 @@ class Prompts:
     answer_task: str = ANSWER_TASK
     replanner_task: str = REPLANNER_TASK
     planner_tool_steps: str = PLANNER_TOOL_STEPS
+    planner_sealed: str = PLANNER_SEALED
     replanner_tool_steps: str = REPLANNER_TOOL_STEPS
     replanner_computing: str = REPLANNER_COMPUTING
     plan_steps_tools: str = PLAN_STEPS_TOOLS

@@ -24,6 +24,10 @@ sees only it, the objective and the results it depends on ({{"step": "...", "dep
 written from the results.{computing}"""
 """What the planner is asked when the run offers tool steps (`PLANNER` otherwise)."""
 
+PLANNER_SEALED = """ This run is sealed: give each text step that changes anything the "tools" it \
+may use. Steps planned later may act only with the tools this plan names."""
+"""What follows the planner's text in a sealed run (`Context.plan_integrity`)."""
+
 PLAN_TOOL = "Submit the plan: the steps to carry out, in order."
 PLAN_STEPS = (
     "The steps: a string runs after the item before it; an object with `step` and `depends_on` "

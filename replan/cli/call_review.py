@@ -11,7 +11,7 @@ from typing import Any
 
 from replan.cli.output import CliError, ExitCode, say
 
-QUESTION = "Call it again? [a]pprove / [r]eject / respond RESULT:"
+QUESTION = "Make the call? [a]pprove / [r]eject / respond RESULT:"
 PLAN_ACTION = "plan"
 """The action name of a plan review (`replan.graphs.graph_state.PLAN_ACTION`, not imported:
 `show` loads no graph modules)."""

@@ -25,7 +25,9 @@ from replan.graphs.context import (
     MAX_BOUND,
     MAX_CONCURRENCY,
     MAX_REPLY_TOKENS,
+    PLAN_INTEGRITIES,
     REPLAN_MODES,
+    SEALED_CALL_CHOICES,
     TASK_TOOLS_CHOICES,
     TOOL_ERRORS_CHOICES,
     TOOL_STEPS_CHOICES,
@@ -226,6 +228,16 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="what an exception raised by one of the run's own tools does: becomes that "
         "call's error result, which the model reads and the replanner can work around "
         f"(report, default: {_field_default('tool_errors')}), or ends the run (raise)",
+    )
+    group.add_argument(
+        "--plan-integrity",
+        choices=PLAN_INTEGRITIES,
+        help="hold calls a turn's first plan did not declare (sealed), or not (open, default)",
+    )
+    group.add_argument(
+        "--sealed-calls",
+        choices=SEALED_CALL_CHOICES,
+        help="a held call pauses for a decision (ask, default) or fails (refuse)",
     )
     group.add_argument(
         "--decision-mode",

@@ -260,7 +260,7 @@ def test_a_run_killed_while_a_call_waits_for_a_decision_keeps_waiting(
         kill_at_gate(run, Path(f"{tools_env}.gate"))  # type: ignore[arg-type]
         env = {**cli_env(server, runs_db[-1] if runs_db else None), "HOLD_IN": ""}
         asking = Terminal([REPLAN, "resume", "--thread-id", "k7"], tmp_path, env)
-        assert asking.wait_for("Call it again?"), asking.text()
+        assert asking.wait_for("Make the call?"), asking.text()
         assert blocked_reading_stdin(asking.process.pid), asking.text()  # the moment: the prompt
         asking.process.send_signal(signal.SIGKILL)
         asking.finish()
