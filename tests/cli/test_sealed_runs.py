@@ -16,7 +16,7 @@ from replan.cli.output import ExitCode
 from replan.testing import Reply, ScriptedOpenAIServer, text, tool_call
 from replan.testing import plan_script as script
 from replan.testing.requests import prompt_text
-from tests.support.cli_harness import invoke
+from tests.support.cli_harness import invoke, serving_tools
 
 MAIL_TOOLS = '''
 from pathlib import Path
@@ -54,13 +54,7 @@ def obeying(request: dict[str, Any]) -> Reply:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ScriptedOpenAIServer]:
-    (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "mail_tools.py").write_text(MAIL_TOOLS)
-    with ScriptedOpenAIServer(obeying) as srv:
-        monkeypatch.chdir(tmp_path / "work")
-        monkeypatch.setenv("REPLAN_DB", str(tmp_path / "runs.sqlite"))
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+    with serving_tools(monkeypatch, tmp_path, {"mail_tools.py": MAIL_TOOLS}, obeying) as srv:
         yield srv
 
 

@@ -12,19 +12,14 @@ import pytest
 from replan.cli.output import ExitCode
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import PRICE_TOOLS, invoke, looks_up_a_price
+from tests.support.cli_harness import PRICE_TOOLS, invoke, looks_up_a_price, serving_tools
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ScriptedOpenAIServer]:
     """The scripted server; the CLI runs in `tmp_path/work`, whose `shop_tools.py` has TOOLS."""
-    (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "shop_tools.py").write_text(PRICE_TOOLS)
-    with ScriptedOpenAIServer(looks_up_a_price) as srv:
-        monkeypatch.chdir(tmp_path / "work")
-        monkeypatch.setenv("REPLAN_DB", str(tmp_path / "runs.sqlite"))
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+    tools = {"shop_tools.py": PRICE_TOOLS}
+    with serving_tools(monkeypatch, tmp_path, tools, looks_up_a_price) as srv:
         yield srv
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -213,3 +215,20 @@ def blocked_reading_stdin(pid: int, timeout: float = 60) -> bool:
 PLANNED = ("--task-tools", "compact")
 """`replan run` options that give a run something to plan with: the task tools (a run with no
 tools at all is answered in one request)."""
+
+
+@contextmanager
+def serving_tools(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tools: dict[str, str], responder: Any
+) -> Iterator[ScriptedOpenAIServer]:
+    """The scripted server answering with `responder`; the CLI runs in `tmp_path/work`, which
+    holds the tool modules `tools` gives (file name: source), with its runs in `tmp_path`."""
+    (tmp_path / "work").mkdir()
+    for name, source in tools.items():
+        (tmp_path / "work" / name).write_text(source)
+    with ScriptedOpenAIServer(responder) as srv:
+        monkeypatch.chdir(tmp_path / "work")
+        monkeypatch.setenv("REPLAN_DB", str(tmp_path / "runs.sqlite"))
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        yield srv
