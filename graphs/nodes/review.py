@@ -45,6 +45,7 @@ from replan.graphs.plan.references import references
 from replan.graphs.plan.scheduling import wave
 from replan.graphs.plan.views import format_plan, plan_items
 from replan.graphs.prompts import Prompts
+from replan.graphs.seal import declared
 
 
 @dataclass(frozen=True)
@@ -299,4 +300,7 @@ class PlanReviewNode:
             plan = accept_plan(review.steps, numbering)
         elif plan is state["plan"]:  # approved as it was first shown
             return Command(goto=wave(state, context))
-        return Command(goto=wave({**state, "plan": plan}, context), update={"plan": plan})
+        update: dict[str, Any] = {"plan": plan}
+        if context.plan_integrity == "sealed":  # a person's plan declares the turn's actions
+            update.update(declared(plan))
+        return Command(goto=wave({**state, **update}, context), update=update)

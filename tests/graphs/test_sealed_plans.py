@@ -164,3 +164,26 @@ def test_a_declared_call_the_user_asked_for_runs_and_a_follow_up_reading_results
     assert "__interrupt__" not in paused
     assert sent == [{"to": "CH93-0076", "amount": 20}]  # the injected payment was refused
     assert "`to` may come from a tool's result" in paused["executed_steps"][-1]["result"]
+
+
+@both_modes
+def test_a_plan_a_person_edits_at_review_declares_the_turn_s_actions(mode: Mode) -> None:
+    sent: list[dict[str, Any]] = []
+    model = FakeChatModel(
+        planner=[call("plan", steps=[READ])],
+        executor=[call("send_money", to="CH93-0076", amount=20), text("sent")],
+        replanner=[respond("sent")],
+    )
+    graph, config = _graph(model, sent), _config("reviewed")
+    sealed = Context(plan_integrity="sealed", replan="when_needed", approve_plan=True)
+    review = run(graph, "Pay my rent", mode, config=config, context=sealed)
+    (action,) = review["__interrupt__"][0].value["action_requests"]
+    assert action["args"]["steps"] == [{"tool": "read_email", "args": {}}]
+
+    pay = {"step": "Send 20 to CH93-0076", "depends_on": [], "tools": ["send_money"]}
+    edit = {"type": "edit", "edited_action": {"name": "plan", "args": {"steps": [pay]}}}
+    result = run(graph, Command(resume={"decisions": [edit]}), mode, config=config, context=sealed)
+
+    assert "__interrupt__" not in result
+    assert sent == [{"to": "CH93-0076", "amount": 20}]
+    assert graph.get_state(config).values["declared_tools"] == ["send_money"]
