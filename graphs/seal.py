@@ -20,7 +20,7 @@ for all).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import ToolMessage
 
@@ -44,7 +44,14 @@ REJECTED = "Error: not called: a person rejected it in a sealed run ({reason})."
 REFUSED = "Error: not called, the run is sealed and {reason}."
 
 
-def declared(plan: Sequence[PlannedStep]) -> dict[str, list[Any]]:
+class Declared(TypedDict):
+    """What a turn's first plan declares (keys of `PlanExecuteState`)."""
+
+    declared_tools: list[str]
+    declared_steps: list[int]
+
+
+def declared(plan: Sequence[PlannedStep]) -> Declared:
     """What a turn's first plan declares: its tools (`declared_tools`) and its steps'
     ids (`declared_steps`)."""
     tools = {step["tool"] for step in plan if "tool" in step}

@@ -301,6 +301,9 @@ class PlanReviewNode:
         elif plan is state["plan"]:  # approved as it was first shown
             return Command(goto=wave(state, context))
         update: dict[str, Any] = {"plan": plan}
+        changed: PlanExecuteState = {**state, "plan": plan}
         if context.plan_integrity == "sealed":  # a person's plan declares the turn's actions
-            update.update(declared(plan))
-        return Command(goto=wave({**state, **update}, context), update=update)
+            made = declared(plan)
+            update.update(made)
+            changed = {**changed, **made}
+        return Command(goto=wave(changed, context), update=update)
