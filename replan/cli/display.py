@@ -125,9 +125,13 @@ class PlainDisplay:
             if lane.waiting_since is None:
                 continue
             waited = now - lane.waiting_since
-            if waited >= lane.next_notice:
+            if waited < lane.next_notice:
+                continue
+            while waited >= lane.next_notice * 2:
                 lane.next_notice *= 2
-                self._lane_line(lane, f"waiting for the model: {waited:.0f} s", len(lanes) > 1)
+            passed = lane.next_notice
+            lane.next_notice *= 2
+            self._lane_line(lane, f"waiting for the model: {passed:.0f} s", len(lanes) > 1)
 
     def usage(self, text: str, settled: bool) -> None:
         if settled:

@@ -20,28 +20,31 @@ from tests.support.cli_harness import PLANNED, finish, invoke, start_cli
 pytestmark = pytest.mark.slow  # real processes
 
 
-class Together:
-    """Holds each run's planner request until both runs are there, then answers slowly.
-
-    The two processes start at different speeds; meeting at the planner and slowing every
-    answer a little makes their checkpoint writes interleave.
-    """
-
-    def __init__(self) -> None:
-        self.planners = threading.Barrier(2, timeout=60)
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        if script.classify(request).role == "planner":
-            self.planners.wait()
-        time.sleep(0.02)
-        return script.respond(request)
-
-
 def _topic(request: dict[str, Any]) -> str:
     text = str(request["messages"])
     match = re.search(r"\[(alpha|beta)[a-z0-9 ]*\]|\b(Alpha|Beta) run", text)
     assert match, text
     return (match[1] or match[2]).lower()
+
+
+class Together:
+    """Holds each run's planner requests until both runs have sent one, then answers slowly.
+
+    The two processes start at different speeds; meeting at the planner and slowing every
+    answer a little makes their checkpoint writes interleave. Runs are told apart by their
+    objective, so a run that asks its planner twice never meets itself.
+    """
+
+    def __init__(self) -> None:
+        self.arrived = {name: threading.Event() for name in ("alpha", "beta")}
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if script.classify(request).role == "planner":
+            self.arrived[_topic(request)].set()
+            for event in self.arrived.values():
+                assert event.wait(timeout=60), "the other run never asked its planner"
+        time.sleep(0.02)
+        return script.respond(request)
 
 
 def test_two_processes_share_one_database(
