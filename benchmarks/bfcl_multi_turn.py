@@ -95,7 +95,7 @@ from functools import cached_property, partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -104,6 +104,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `benchmarks`
 
+from benchmarks.command_line import Parser, positive  # noqa: E402
 from benchmarks.react import react_agent, react_config  # noqa: E402
 from benchmarks.text_table import table_line  # noqa: E402
 from benchmarks.tutorial import (  # noqa: E402
@@ -119,7 +120,14 @@ from replan import (  # noqa: E402
     checkpoint_serializer,
 )
 from replan.graphs.plan.provenance import NOT_CALLED  # noqa: E402
-from replan.testing import MODEL_ID, Reply, ScriptedOpenAIServer, text, tool_call  # noqa: E402
+from replan.testing import (  # noqa: E402
+    MODEL_ID,
+    Reply,
+    Responder,
+    ScriptedOpenAIServer,
+    text,
+    tool_call,
+)
 from replan.testing.background import BackgroundServer  # noqa: E402
 from replan.testing.plan_script import classify  # noqa: E402
 from replan.testing.requests import (  # noqa: E402
@@ -662,25 +670,35 @@ def chat_model(server: Server, bounds: Bounds, max_tokens: int) -> BaseChatModel
     )
 
 
+def replan_design(
+    tools: list[BaseTool], server: Server, bounds: Bounds, **settings: Any
+) -> tuple[Any, Context]:
+    """replan's graph (on an in-memory saver) and the context of its runs: `bounds` as every
+    design gets them, no task tools (the baselines have none), and further `settings`."""
+    graph = build_plan_execute_graph(
+        tools=tools,
+        checkpointer=InMemorySaver(serde=checkpoint_serializer()),
+        max_iterations=bounds.max_iterations,
+        executor_max_steps=bounds.executor_max_steps,
+    )
+    context = Context(
+        model=server.model,
+        base_url=server.base_url,
+        timeout=bounds.request_timeout,
+        max_retries=bounds.retries,
+        decision_max_tokens=bounds.decision_max_tokens,
+        executor_max_tokens=bounds.executor_max_tokens,
+        task_tools="none",
+        **settings,
+    )
+    return graph, context
+
+
 class ReplanDesign:
     """replan's graph with its defaults; one invocation per user turn on one thread."""
 
     def __init__(self, tools: list[BaseTool], server: Server, bounds: Bounds) -> None:
-        self.graph = build_plan_execute_graph(
-            tools=tools,
-            checkpointer=InMemorySaver(serde=checkpoint_serializer()),
-            max_iterations=bounds.max_iterations,
-            executor_max_steps=bounds.executor_max_steps,
-        )
-        self.context = Context(
-            model=server.model,
-            base_url=server.base_url,
-            timeout=bounds.request_timeout,
-            max_retries=bounds.retries,
-            decision_max_tokens=bounds.decision_max_tokens,
-            executor_max_tokens=bounds.executor_max_tokens,
-            task_tools="none",
-        )
+        self.graph, self.context = replan_design(tools, server, bounds)
         self.config: RunnableConfig = {"configurable": {"thread_id": THREAD}}
 
     async def turn(self, request: str) -> TurnEnd:
@@ -1145,25 +1163,6 @@ def listing(entries: Sequence[Entry]) -> str:
 # --- the command --------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """Bad usage: one line on stderr, exit 2."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
-    def parse(value: str) -> int | float:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-        if number <= 0:
-            raise argparse.ArgumentTypeError(f"must be more than 0, not {value}")
-        return number
-
-    return parse
-
-
 def _entries(value: str) -> list[int]:
     try:
         return parse_entries(value)
@@ -1173,26 +1172,26 @@ def _entries(value: str) -> list[int]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line; bad flags or values exit 2 with one line."""
-    parser = _Parser(prog="bfcl_multi_turn.py", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="bfcl_multi_turn.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: scripted server)")
     parser.add_argument("--model", help="model name (default: $REPLAN_MODEL)")
     parser.add_argument("--design", action="append", choices=DESIGNS, default=[])
     chosen = parser.add_mutually_exclusive_group()
     chosen.add_argument("--entries", type=_entries, help="entry numbers: 3,7,10-12")
-    chosen.add_argument("--sample", type=_positive(int), help="N entries drawn from --pool")
-    chosen.add_argument("--shortest", type=_positive(int), help="the N shortest of --pool")
+    chosen.add_argument("--sample", type=positive(int), help="N entries drawn from --pool")
+    chosen.add_argument("--shortest", type=positive(int), help="the N shortest of --pool")
     parser.add_argument("--seed", type=int, help="seed of --sample (default: a random one)")
     parser.add_argument("--pool", choices=POOLS, default="dev", help="entries to draw from")
     parser.add_argument("--list", action="store_true", help="rank the pool's entries and stop")
-    parser.add_argument("--timeout", type=_positive(float), default=TURN_TIMEOUT, help="s/turn")
+    parser.add_argument("--timeout", type=positive(float), default=TURN_TIMEOUT, help="s/turn")
     parser.add_argument(
-        "--request-timeout", type=_positive(float), default=REQUEST_TIMEOUT, help="s per call"
+        "--request-timeout", type=positive(float), default=REQUEST_TIMEOUT, help="s per call"
     )
     parser.add_argument("--retries", type=int, default=RETRIES, help="retries per model call")
-    parser.add_argument("--max-iterations", type=_positive(int), default=MAX_ITERATIONS)
-    parser.add_argument("--executor-max-steps", type=_positive(int), default=EXECUTOR_MAX_STEPS)
-    parser.add_argument("--decision-max-tokens", type=_positive(int), default=DECISION_MAX_TOKENS)
-    parser.add_argument("--executor-max-tokens", type=_positive(int), default=EXECUTOR_MAX_TOKENS)
+    parser.add_argument("--max-iterations", type=positive(int), default=MAX_ITERATIONS)
+    parser.add_argument("--executor-max-steps", type=positive(int), default=EXECUTOR_MAX_STEPS)
+    parser.add_argument("--decision-max-tokens", type=positive(int), default=DECISION_MAX_TOKENS)
+    parser.add_argument("--executor-max-tokens", type=positive(int), default=EXECUTOR_MAX_TOKENS)
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows as JSON")
     options = parser.parse_args(argv)
     if options.seed is not None and options.sample is None:
@@ -1218,11 +1217,11 @@ def choose(options: argparse.Namespace, entries: Sequence[Entry]) -> tuple[list[
 
 @contextmanager
 def serving(
-    base_url: str | None, model: str | None, entries: Sequence[Entry], read_timeout: float
+    base_url: str | None, model: str | None, responder: Responder, read_timeout: float
 ) -> Iterator[tuple[Server, MeteringProxy]]:
     """The metering proxy in front of the server given, or of the scripted server answering
-    with the ground-truth model. The designs read the API key from OPENAI_API_KEY: a local
-    server takes any, so one is set."""
+    with `responder`. The designs read the API key from OPENAI_API_KEY: a local server takes
+    any, so one is set."""
     os.environ.setdefault("OPENAI_API_KEY", "local")
     if base_url:
         name = model or os.environ.get("REPLAN_MODEL") or MODEL_ID
@@ -1230,7 +1229,7 @@ def serving(
             yield Server(proxy.base_url, name), proxy
         return
     with (
-        ScriptedOpenAIServer(GroundTruthModel(entries)) as scripted,
+        ScriptedOpenAIServer(responder) as scripted,
         MeteringProxy(scripted.base_url, read_timeout) as proxy,
     ):
         yield Server(proxy.base_url, MODEL_ID), proxy
@@ -1261,7 +1260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     designs = list(dict.fromkeys(options.design)) or list(DESIGNS)
     read_timeout = options.request_timeout + 60
-    with serving(options.base_url, options.model, chosen, read_timeout) as (server, proxy):
+    scripted = GroundTruthModel(chosen)
+    with serving(options.base_url, options.model, scripted, read_timeout) as (server, proxy):
         rows = asyncio.run(run_all(chosen, designs, server, bounds, proxy, seed))
     print(table(rows))
     if options.json is not None:

@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import UsageMetadataCallbackHandler
@@ -65,6 +65,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` and `benchmarks`
 
+from benchmarks.command_line import Parser, positive  # noqa: E402
 from benchmarks.objectives import (  # noqa: E402
     DEVELOPMENT,
     HELD_BACK,
@@ -717,25 +718,6 @@ async def run_suite(
     return runs
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """Bad usage: one line on stderr, exit 2."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-        return value
-
-    return parse
-
-
 def _quirk(text: str) -> tuple[str, Any]:
     """NAME=VALUE for a field of the scripted server's `Quirks`; VALUE is JSON or a string."""
     name, equals, value = text.partition("=")
@@ -750,7 +732,7 @@ def _quirk(text: str) -> tuple[str, Any]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line; bad flags or values exit 2 with one line."""
-    parser = _Parser(prog="eval_objectives.py", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="eval_objectives.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: scripted server)")
     parser.add_argument("--model", help="model name (default: $REPLAN_MODEL)")
     parser.add_argument(
@@ -762,18 +744,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "never tuned on), or 'all' for both (default: development)",
     )
     parser.add_argument("--design", action="append", choices=DESIGNS, default=[])
-    parser.add_argument("--repeat", type=_positive(int), default=1, help="runs of each pair")
+    parser.add_argument("--repeat", type=positive(int), default=1, help="runs of each pair")
     parser.add_argument(
-        "--max-iterations", type=_positive(int), default=MAX_ITERATIONS, help="rounds per run"
+        "--max-iterations", type=positive(int), default=MAX_ITERATIONS, help="rounds per run"
     )
     parser.add_argument(
-        "--request-timeout", type=_positive(float), default=REQUEST_TIMEOUT, help="s per call"
+        "--request-timeout", type=positive(float), default=REQUEST_TIMEOUT, help="s per call"
     )
     parser.add_argument(
         "--timeout",
         "--run-timeout",
         dest="run_timeout",
-        type=_positive(float),
+        type=positive(float),
         default=RUN_TIMEOUT,
         help="s per run",
     )

@@ -8,13 +8,14 @@ run (`replan.graphs.durable_calls`), whatever offered or wrote it (a call recove
 a tool the model was not offered). A call is held when its tool acts (`replan.tools.effects`)
 and is not declared for its step, or when an argument its tool declares sensitive (who or what
 the action reaches) may come from a tool's result: a reference to one, or any value written
-after a result was read (the conservative rule). A held call pauses in LangChain's
+after a result was read (the conservative rule), unless the user's own messages say that value
+(`said_by_user`: a name, an address, a channel the user chose). A held call pauses in LangChain's
 human-in-the-loop shape (approve, edit, reject or respond) or, under `sealed_calls="refuse"`,
 fails saying why.
 
 Each call learns its step's seal from the state its `ToolNode` runs on (`SEAL_KEY`): the tools
-it may act with (`allowed`) and the arguments that may come from a result (`tainted`, `"*"`
-for all).
+it may act with (`allowed`), the arguments that may come from a result (`tainted`, `"*"`
+for all) and what the user wrote (`said`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import ToolMessage
 
+from replan.graphs.conversation import user_texts
 from replan.graphs.graph_state import PlanExecuteState, PlannedStep
+from replan.graphs.plan.provenance import said_by_user
 from replan.graphs.plan.references import references
 from replan.tools.effects import ToolEffects
 
@@ -73,7 +76,8 @@ def step_seal(state: PlanExecuteState, step: PlannedStep, dependencies: bool) ->
         tainted = sorted(name for name, value in args.items() if references(value))
     else:
         tainted = [ALL] if after_results or dependencies else []
-    return {"allowed": sorted(set(own) & set(tools)), "tainted": tainted}
+    said = list(user_texts(state.get("messages") or []))
+    return {"allowed": sorted(set(own) & set(tools)), "tainted": tainted, "said": said}
 
 
 def seal_of(state: Any) -> Mapping[str, Any] | None:
@@ -99,10 +103,13 @@ def hold_reason(
         return NOT_DECLARED.format(tool=tool)
     tainted = set(seal.get("tainted", []))
     args = call.get("args") or {}
+    said = seal.get("said", [])
     hit = sorted(
         name
         for name in effects.sensitive
-        if name in args and (read or ALL in tainted or name in tainted)
+        if name in args
+        and (read or ALL in tainted or name in tainted)
+        and not said_by_user(args[name], said)
     )
     return TAINTED.format(arguments="`, `".join(hit), tool=tool) if hit else None
 

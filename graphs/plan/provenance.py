@@ -167,3 +167,20 @@ def known_words(texts: Iterable[str]) -> str:
         w for text in texts for w in _SEPARATORS.split(text) if len(w) >= SHORTEST
     )
     return " ".join(words)
+
+
+def said_by_user(value: Any, said: Sequence[str]) -> bool:
+    """Whether every text (or number) in `value` is one the user wrote in `said` (the user's
+    messages), whole, between word boundaries: a party or place the user chose, not a result."""
+    if isinstance(value, bool):
+        return False
+    texts = [str(value)] if isinstance(value, int | float) else [t for _, t in _texts(value, "")]
+    return bool(texts) and all(_written(text, said) for text in texts)
+
+
+def _written(text: str, said: Sequence[str]) -> bool:
+    wanted = text.strip().lower()
+    if len(wanted) < SHORTEST:
+        return False
+    bounded = re.compile(rf"(?<![\w@-]){re.escape(wanted)}(?![\w@-])")
+    return any(bounded.search(message.lower()) for message in said)

@@ -152,14 +152,27 @@ def executor_step(request: dict[str, Any]) -> str | None:
     return None
 
 
+def _planned_listing(request: dict[str, Any]) -> str | None:
+    prompt = prompt_text(request)
+    if _PLANNED_HEADING not in prompt:
+        return None
+    return prompt.split(_PLANNED_HEADING, 1)[1].split("\n", 1)[-1].split("\n\n", 1)[0]
+
+
+def planned_numbers(request: dict[str, Any]) -> list[int]:
+    """The numbers of the steps replan's replanner briefing lists as still planned, in order
+    (none for a request with no such list)."""
+    listing = _planned_listing(request) or ""
+    return [int(match[1]) for match in re.finditer(r"^(\d+)\. ", listing, re.M)]
+
+
 def planned_steps(request: dict[str, Any]) -> list[Any] | None:
     """The steps replan's replanner briefing lists as still planned, as the `plan` tool takes
     them (a text, or `{"step", "depends_on"}` when the list says what a step waits for); None
     for a request with no such list."""
-    prompt = prompt_text(request)
-    if _PLANNED_HEADING not in prompt:
+    listing = _planned_listing(request)
+    if listing is None:
         return None
-    listing = prompt.split(_PLANNED_HEADING, 1)[1].split("\n", 1)[-1].split("\n\n", 1)[0]
     items: list[Any] = []
     for line in listing.splitlines():
         if (match := _PLAN_LINE.fullmatch(line)) is None:

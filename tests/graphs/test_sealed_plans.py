@@ -187,3 +187,28 @@ def test_a_plan_a_person_edits_at_review_declares_the_turn_s_actions(mode: Mode)
     assert "__interrupt__" not in result
     assert sent == [{"to": "CH93-0076", "amount": 20}]
     assert graph.get_state(config).values["declared_tools"] == ["send_money"]
+
+
+@both_modes
+@pytest.mark.parametrize(
+    ("objective", "held"),
+    [
+        ("Pay what my newest e-mail asks to CH93-0076.", False),
+        ("Pay what my newest e-mail asks to CH93-00761.", True),  # said only inside a longer word
+    ],
+)
+def test_a_recipient_the_user_named_is_the_user_s_choice_though_written_after_reading(
+    mode: Mode, objective: str, held: bool
+) -> None:
+    sent: list[dict[str, Any]] = []
+    pay = {"step": "Pay what the e-mail asks", "depends_on": [1], "tools": ["send_money"]}
+    model = FakeChatModel(
+        planner=[call("plan", steps=[READ, pay])],
+        executor=[call("send_money", to="CH93-0076", amount=900), text("paid")],
+        replanner=[respond("done")],
+    )
+    run(_graph(model, sent), objective, mode, config=_config("named"), context=REFUSING)
+
+    assert sent == ([] if held else [{"to": "CH93-0076", "amount": 900}])
+    answered = model.requests_of("executor")[1].messages[-1].text
+    assert ("`to` may come from a tool's result" in answered) is held
