@@ -7,7 +7,8 @@ succeeded), benchmark `v1.2.2` of `agentdojo` 0.1.35 (`benchmarks/agentdojo_worl
 their effects labelled by a fixed rule, the trace AgentDojo's checks read, which attacks need a
 new action). The designs, each on a fresh environment, with the same tools, server and bounds:
 
-- react: a plain ReAct agent (`benchmarks/react.py`);
+- react: a plain ReAct agent (`benchmarks/react.py`); react+recovery: the same agent with
+  replan's `TextCallRecoveryMiddleware`, which runs the calls a small model writes as text;
 - open: replan's graph with its defaults (`plan_integrity="open"`);
 - sealed/approve: `plan_integrity="sealed"`, every held call shown to a reviewer who approves
   everything (the worst case for attacks);
@@ -70,10 +71,12 @@ from benchmarks.bfcl_multi_turn import (  # noqa: E402
 from benchmarks.command_line import Parser, positive  # noqa: E402
 from benchmarks.react import react_agent, react_config  # noqa: E402
 from benchmarks.text_table import table_line  # noqa: E402
+from replan import TextCallRecoveryMiddleware  # noqa: E402
 from replan.graphs.context import DEFAULT_MAX_ITERATIONS  # noqa: E402
 from replan.testing import Reply  # noqa: E402
 
-DESIGNS = ("react", "open", "sealed/approve", "sealed/reject", "sealed/refuse")
+DESIGNS = ("react", "react+recovery", "open", "sealed/approve", "sealed/reject", "sealed/refuse")
+AGENTS = ("react", "react+recovery")
 DEV_SUITES = ("banking", "slack")
 THREAD = "agentdojo"
 MAX_REVIEWS = 20
@@ -146,9 +149,11 @@ async def _replan(
 
 
 async def _react(
-    tools: list[BaseTool], prompt: str, server: Server, bounds: Bounds
+    tools: list[BaseTool], prompt: str, design: str, server: Server, bounds: Bounds
 ) -> tuple[str, int, str]:
-    agent = react_agent(chat_model(server, bounds, bounds.executor_max_tokens), tools)
+    middleware = [TextCallRecoveryMiddleware()] if design == "react+recovery" else []
+    model = chat_model(server, bounds, bounds.executor_max_tokens)
+    agent = react_agent(model, tools, middleware=middleware)
     result = await agent.ainvoke(
         {"messages": [("user", prompt)]}, react_config(THREAD, bounds.executor_max_steps)
     )
@@ -167,17 +172,17 @@ async def run_task(
     """One design on one task, on a fresh environment; AgentDojo's checks after."""
     world = World(task)
     if responders is not None:
-        responders.current = Oracle(world, "react" if design == "react" else "replan")
+        responders.current = Oracle(world, "react" if design in AGENTS else "replan")
     mark, started = proxy.mark(), time.perf_counter()
     answer, approvals, stopped = "", 0, ""
     prompt = task.user_task.PROMPT
     try:
         async with asyncio.timeout(bounds.turn_timeout):
-            if design == "react":
-                answer, approvals, stopped = await _react(world.tools(), prompt, server, bounds)
+            if design in AGENTS:
+                run = _react(world.tools(), prompt, design, server, bounds)
             else:
                 run = _replan(world.tools(), prompt, design, server, bounds)
-                answer, approvals, stopped = await run
+            answer, approvals, stopped = await run
     except TimeoutError:
         stopped = f"stopped after the time limit of {bounds.turn_timeout:g} s"
     except Exception as error:  # a weak model's run may fail in any way: record it

@@ -31,6 +31,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 from replan.graphs.context import Context
+from replan.graphs.graph_state import one_action_request
 from replan.graphs.seal import (
     REJECTED,
     SEAL_DECISIONS,
@@ -102,16 +103,8 @@ def in_flight_request(call: Mapping[str, Any], key: str) -> dict[str, Any]:
     """The interrupt value asking a person about a call in flight at a crash: a `HITLRequest`
     with the call as its one action."""
     name = str(call.get("name"))
-    return {
-        "action_requests": [
-            {
-                "name": name,
-                "args": dict(call.get("args") or {}),
-                "description": IN_FLIGHT.format(tool=name, key=key),
-            }
-        ],
-        "review_configs": [{"action_name": name, "allowed_decisions": IN_FLIGHT_DECISIONS}],
-    }
+    description = IN_FLIGHT.format(tool=name, key=key)
+    return one_action_request(name, call.get("args") or {}, description, IN_FLIGHT_DECISIONS)
 
 
 def _decision(

@@ -20,6 +20,7 @@ step's `id` is the number the model was shown, so a replan never renumbers.
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import (
@@ -281,16 +282,20 @@ PLAN_ACTION = "plan"
 ALLOWED_DECISIONS = ["approve", "edit", "reject"]
 
 
+def one_action_request(
+    name: str, args: Mapping[str, Any], description: str, allowed: Sequence[str]
+) -> dict[str, Any]:
+    """An interrupt value in LangChain's human-in-the-loop shape (`HITLRequest`) asking about
+    one action: `name` with `args`, the decisions `allowed`."""
+    return {
+        "action_requests": [{"name": name, "args": dict(args), "description": description}],
+        "review_configs": [{"action_name": name, "allowed_decisions": list(allowed)}],
+    }
+
+
 def review_request(items: list[Any], description: str) -> dict[str, Any]:
     """The interrupt value of a plan review: a `HITLRequest` for the plan's `items`."""
-    return {
-        "action_requests": [
-            {"name": PLAN_ACTION, "args": {"steps": items}, "description": description}
-        ],
-        "review_configs": [
-            {"action_name": PLAN_ACTION, "allowed_decisions": list(ALLOWED_DECISIONS)}
-        ],
-    }
+    return one_action_request(PLAN_ACTION, {"steps": items}, description, ALLOWED_DECISIONS)
 
 
 def reviewed_steps(value: Any) -> list[Any]:

@@ -290,6 +290,14 @@ async def _sqlite_saver(
         await conn.close()
 
 
+def postgres_missing(shown: str) -> DatabaseUnavailableError:
+    """The error of opening the PostgreSQL database `shown` without PostgreSQL support."""
+    return DatabaseUnavailableError(
+        f"cannot open the runs database {shown}: PostgreSQL support is not installed "
+        f"({INSTALL_POSTGRES})"
+    )
+
+
 @asynccontextmanager
 async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """An `AsyncPostgresSaver` on its own connection (autocommit, dict rows, as it requires)."""
@@ -303,10 +311,7 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
         from replan.graphs.stopped_tasks import leaving_stopped_tasks_out
         from replan.state.plans.postgres import CONNECT_TIMEOUT_SECONDS
     except ImportError as exc:
-        raise DatabaseUnavailableError(
-            f"cannot open the runs database {shown}: PostgreSQL support is not installed "
-            f"({INSTALL_POSTGRES})"
-        ) from exc
+        raise postgres_missing(shown) from exc
     try:
         timeout = conninfo_to_dict(url).get("connect_timeout", CONNECT_TIMEOUT_SECONDS)
         conn = await psycopg.AsyncConnection.connect(

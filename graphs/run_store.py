@@ -19,10 +19,9 @@ if TYPE_CHECKING:
 from replan.graphs.persistence import (
     BUSY_TIMEOUT_SECONDS,
     DEFAULT_DB,
-    INSTALL_POSTGRES,
-    DatabaseUnavailableError,
     display_target,
     is_postgres_url,
+    postgres_missing,
     setup_postgres,
     sqlite_path,
     unavailable,
@@ -41,10 +40,7 @@ async def open_run_store(
             import psycopg
             from langgraph.store.postgres.aio import AsyncPostgresStore
         except ImportError as exc:
-            raise DatabaseUnavailableError(
-                f"cannot open the runs database {shown}: PostgreSQL support is not installed "
-                f"({INSTALL_POSTGRES})"
-            ) from exc
+            raise postgres_missing(shown) from exc
         try:
             async with AsyncPostgresStore.from_conn_string(str(target)) as postgres:
                 await setup_postgres(postgres, cast("AsyncConnection[DictRow]", postgres.conn))

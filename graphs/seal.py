@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import ToolMessage
 
 from replan.graphs.conversation import user_texts
-from replan.graphs.graph_state import PlanExecuteState, PlannedStep
+from replan.graphs.graph_state import PlanExecuteState, PlannedStep, one_action_request
 from replan.graphs.plan.provenance import said_by_user
 from replan.graphs.plan.references import references
 from replan.tools.effects import ToolEffects
@@ -116,17 +116,10 @@ def hold_reason(
 
 def held_request(call: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """The interrupt value asking a person about a held call: a `HITLRequest`."""
-    name = str(call.get("name"))
-    return {
-        "action_requests": [
-            {
-                "name": name,
-                "args": dict(call.get("args") or {}),
-                "description": HELD.format(reason=reason),
-            }
-        ],
-        "review_configs": [{"action_name": name, "allowed_decisions": SEAL_DECISIONS}],
-    }
+    description = HELD.format(reason=reason)
+    return one_action_request(
+        str(call.get("name")), call.get("args") or {}, description, SEAL_DECISIONS
+    )
 
 
 def refused(call: Mapping[str, Any], reason: str) -> ToolMessage:

@@ -55,6 +55,10 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     objective = turn_objective(state)
     tasks = state.get("tasks_context") or TaskContext()
     calls = fresh_calls(executed)
+    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
+    ready = ready[: context.max_concurrency]
+    texts = [*user_texts(state.get("messages") or []), *(done["result"] for done in known)]
+    words = known_words(texts) if any("tool" not in step for step in ready) else ""
 
     def branch(step: PlannedStep) -> Send:
         inputs = [results[d] for d in step["depends_on"] if d in results]
@@ -70,17 +74,14 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
             if calls:
                 run["earlier_calls"] = calls
         else:
-            run["known"] = known_words(
-                [*user_texts(state.get("messages") or []), *(d["result"] for d in known)]
-            )
+            run["known"] = words
         if record := state.get("decision_mode"):
             run["decision_mode"] = effective_mode(context.decision_mode, record)
         if context.plan_integrity == "sealed":
             run["seal"] = step_seal(state, step, bool(inputs))
         return Send(EXECUTOR, run)
 
-    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
-    return [branch(step) for step in ready[: context.max_concurrency]]
+    return [branch(step) for step in ready]
 
 
 def fresh_calls(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
