@@ -20,6 +20,7 @@ tool step waits only for the steps it refers to.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,10 @@ from replan.graphs.plan.progress import step_key
 from replan.graphs.plan.provenance import PLAN_ADVICE, Provenance
 from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.tool_steps import format_call
+
+_A_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?:\(\))?")
+"""A step text that is only a name (`read_webpage`, `get_balance()`): no work an agent can do
+(small models write a tool's name, real or made up, as a text step)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,11 @@ class Numbering:
                 found += [f"step {number}: {p}" for p in unsourced] + [PLAN_ADVICE]
             if not item.text:
                 found.append(f"step {number} is blank")
+            elif item.tool is None and _A_NAME.fullmatch(item.text):
+                found.append(
+                    f'step {number} is only a name ("{item.text}"): say what the step must do'
+                    + (", or call a tool with a tool step" if self.tools else "")
+                )
             elif item.tool is None and copies_instructions(item.text, self.instructions):
                 found.append(
                     f"step {number} copies your instructions instead of saying what to do: "

@@ -4,9 +4,11 @@ making no progress."""
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.tools import tool
 
 from replan.graphs.plan.decisions import step_text
+from replan.graphs.plan.numbering import Item, Numbering
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.graphs.prompts import DEFAULT_PROMPTS
 from replan.tools.calculator import calculator
@@ -71,3 +73,38 @@ def test_a_step_copying_the_computing_note_is_a_mistake_the_replanner_corrects(m
     problem = "step 2 copies your instructions instead of saying what to do"
     assert problem in corrected.prompt and problem not in first.prompt
     assert model.requests_of("executor") == []  # the copied note never ran
+
+
+@tool
+def get_webpage(url: str) -> str:
+    """The text of the web page at `url`."""
+    return f"the page at {url} says hello"
+
+
+@both_modes
+@pytest.mark.parametrize("name", ["read_webpage", "read_webpage()", "web.fetch"])
+def test_a_text_step_that_is_only_a_name_is_a_mistake_the_planner_corrects(
+    mode: Mode, name: str
+) -> None:
+    page = {"tool": "get_webpage", "args": {"url": "www.example.org"}}
+    model = FakeChatModel(
+        planner=[plan(name), call("plan", steps=[page])],
+        replanner=[respond("it says hello")],
+    )
+    graph = build_plan_execute_graph(model, [get_webpage], task_tools="none")
+    result = run(graph, "Read the page www.example.org", mode)
+
+    assert result["executed_steps"][0]["step"] == 'get_webpage(url="www.example.org")'
+    first, corrected = model.requests_of("planner")
+    problem = f'step 1 is only a name ("{name}"): say what the step must do, or call a tool'
+    assert problem in corrected.prompt and problem not in first.prompt
+    assert model.requests_of("executor") == []  # the name never ran as a step
+
+
+def test_a_step_of_words_is_not_a_name() -> None:
+    numbering = Numbering(tools=None)
+    for words in ("Summarise", "Read www.example.org", "Compare the prices of 2 lamps."):
+        assert not any("only a name" in p for p in numbering.problems([Item(words)]))
+    assert numbering.problems([Item("fetch_page")]) == [
+        'step 1 is only a name ("fetch_page"): say what the step must do'
+    ]
