@@ -25,7 +25,6 @@ from typing import Any, TypedDict
 
 from langchain_core.messages import ToolMessage
 
-from replan.graphs.conversation import user_texts
 from replan.graphs.graph_state import PlanExecuteState, PlannedStep, one_action_request
 from replan.graphs.plan.provenance import said_by_user
 from replan.graphs.plan.references import references
@@ -62,10 +61,12 @@ def declared(plan: Sequence[PlannedStep]) -> Declared:
     return {"declared_tools": sorted(tools), "declared_steps": [step["id"] for step in plan]}
 
 
-def step_seal(state: PlanExecuteState, step: PlannedStep, dependencies: bool) -> dict[str, Any]:
-    """The seal of `step`: the tools it may act with (those the turn declared, for its step)
-    and the arguments that may come from a result (all of them for a step planned after
-    results were read, or a text step given earlier results)."""
+def step_seal(
+    state: PlanExecuteState, step: PlannedStep, dependencies: bool, said: Sequence[str]
+) -> dict[str, Any]:
+    """The seal of `step`: the tools it may act with (those the turn declared, for its step),
+    the arguments that may come from a result (all of them for a step planned after results
+    were read, or a text step given earlier results) and what the user wrote (`said`)."""
     tools = state.get("declared_tools", [])
     own = [step["tool"]] if "tool" in step else step.get("tools", [])
     after_results = bool(state.get("carried_steps")) or step["id"] not in state.get(
@@ -76,8 +77,7 @@ def step_seal(state: PlanExecuteState, step: PlannedStep, dependencies: bool) ->
         tainted = sorted(name for name, value in args.items() if references(value))
     else:
         tainted = [ALL] if after_results or dependencies else []
-    said = list(user_texts(state.get("messages") or []))
-    return {"allowed": sorted(set(own) & set(tools)), "tainted": tainted, "said": said}
+    return {"allowed": sorted(set(own) & set(tools)), "tainted": tainted, "said": list(said)}
 
 
 def seal_of(state: Any) -> Mapping[str, Any] | None:

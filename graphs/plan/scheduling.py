@@ -57,7 +57,8 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     calls = fresh_calls(executed)
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
     ready = ready[: context.max_concurrency]
-    texts = [*user_texts(state.get("messages") or []), *(done["result"] for done in known)]
+    said = user_texts(state.get("messages") or [])
+    texts = [*said, *(done["result"] for done in known)]
     words = known_words(texts) if any("tool" not in step for step in ready) else ""
 
     def branch(step: PlannedStep) -> Send:
@@ -78,7 +79,7 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
         if record := state.get("decision_mode"):
             run["decision_mode"] = effective_mode(context.decision_mode, record)
         if context.plan_integrity == "sealed":
-            run["seal"] = step_seal(state, step, bool(inputs))
+            run["seal"] = step_seal(state, step, bool(inputs), said)
         return Send(EXECUTOR, run)
 
     return [branch(step) for step in ready]
