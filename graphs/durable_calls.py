@@ -28,10 +28,12 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from replan.graphs.context import Context
 from replan.graphs.graph_state import one_action_request
+from replan.graphs.plan.tool_steps import RESULT_CHARS, first_line
+from replan.graphs.plan_stream import paused, publish
 from replan.graphs.seal import (
     REJECTED,
     SEAL_DECISIONS,
@@ -135,7 +137,7 @@ def _sealed(request: ToolCallRequest, effects: ToolEffects) -> ToolCallRequest |
     context = request.runtime.context
     if isinstance(context, Context) and context.sealed_calls == "refuse":
         return refused(call, reason)
-    answer = interrupt(held_request(call, reason))
+    answer = paused(held_request(call, reason))
     decision = _decision(answer, SEAL_DECISIONS, "a held call")
     if decision["type"] == "respond":
         return ToolMessage(
@@ -148,6 +150,28 @@ def _sealed(request: ToolCallRequest, effects: ToolEffects) -> ToolCallRequest |
         edited = decision.get("edited_action") or {}
         return request.override(tool_call={**call, "args": dict(edited.get("args") or {})})
     return request
+
+
+def _announce_call(request: ToolCallRequest) -> None:
+    call = request.tool_call
+    publish("tool_call", call_id=call["id"], name=call["name"], args=call.get("args") or {})
+
+
+def _announce_result(request: ToolCallRequest, answer: Answer) -> Answer:
+    """`answer`, once its `tool_result` event is published (a `Command` a tool returned is
+    shown by the message it carries, if any)."""
+    call = request.tool_call
+    message = answer if isinstance(answer, ToolMessage) else _message_of(answer)
+    text = first_line(message.text, RESULT_CHARS) if message is not None else ""
+    error = message is not None and message.status == "error"
+    publish("tool_result", call_id=call["id"], name=call["name"], summary=text, error=error)
+    return answer
+
+
+def _message_of(command: Command[Any]) -> ToolMessage | None:
+    update = command.update if isinstance(command.update, Mapping) else {}
+    found = [m for m in update.get("messages") or [] if isinstance(m, ToolMessage)]
+    return found[-1] if found else None
 
 
 def _unmade(request: ToolCallRequest, reason: str = "") -> ToolMessage:
@@ -163,7 +187,7 @@ def _settle(request: ToolCallRequest, key: str) -> ToolMessage | None:
     context = request.runtime.context
     if isinstance(context, Context) and context.in_flight_calls == "fail":
         return _unmade(request)
-    decision = _decision(interrupt(in_flight_request(request.tool_call, key)))
+    decision = _decision(paused(in_flight_request(request.tool_call, key)))
     call = request.tool_call
     if decision["type"] == "respond":
         text = str(decision.get("message") or "")
@@ -207,7 +231,8 @@ class DurableCalls:
             store.put(INTENTS, key, _intent(request))
         token = _KEY.set(key)
         try:
-            return self.inner(request, execute)
+            _announce_call(request)
+            return _announce_result(request, self.inner(request, execute))
         except GraphBubbleUp:  # the tool paused itself (`interrupt`): it runs again on resume
             if store is not None:
                 store.delete(INTENTS, key)
@@ -228,7 +253,8 @@ class DurableCalls:
             await store.aput(INTENTS, key, _intent(request))
         token = _KEY.set(key)
         try:
-            return await self.ainner(request, execute)
+            _announce_call(request)
+            return _announce_result(request, await self.ainner(request, execute))
         except GraphBubbleUp:  # the tool paused itself (`interrupt`): it runs again on resume
             if store is not None:
                 await store.adelete(INTENTS, key)

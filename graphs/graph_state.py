@@ -33,6 +33,7 @@ from replan.graphs.context import (
     DecisionMode,
 )
 from replan.graphs.plan.task_merge import merge_task_updates
+from replan.graphs.plan.todos import Todo, merge_todos
 from replan.state.tasks import TaskContext
 from replan.state.usage import RunUsage, merge_usage
 from replan.tools.task_state import TasksState
@@ -225,6 +226,9 @@ class PlanExecuteState(PlanExecuteInput, total=False):
     """The run's `Context` as plain values, saved by its first node: a resume or approval that
     gives no context goes on with them, one that gives some fields changes only those
     (`replan.graphs.context.run_context`)."""
+    todos: Annotated[list[Todo], merge_todos]
+    """The turn's plan as a to-do list for chat UIs (`replan.graphs.plan.todos`); kept in the
+    state, not in the input or output, so a parent agent's own `todos` stay its own."""
 
 
 class StepRun(TypedDict):

@@ -63,7 +63,7 @@ from replan.graphs.nodes.planner import Planner
 from replan.graphs.nodes.replanner import Replanner
 from replan.graphs.nodes.review import PlanReviewNode
 from replan.graphs.nodes.turns import StartTurn, reply
-from replan.graphs.plan.scheduling import wave
+from replan.graphs.plan.scheduling import first_todos, wave, with_todos
 from replan.graphs.prompts import DEFAULT_PROMPTS, Prompts
 from replan.graphs.setting_checks import check_choice
 from replan.state.task_stores import TaskStore, open_task_store
@@ -223,13 +223,15 @@ def build_plan_execute_graph(
         output_schema=PlanExecuteOutput,
     )
     builder.add_node(START_TURN, StartTurn(texts.superseded))
-    builder.add_node(PLANNER, dual_node(planner.planner, saves_settings=True))
+    builder.add_node(PLANNER, dual_node(planner.planner, saves_settings=True, after=first_todos))
     builder.add_node(
         REVIEW, PlanReviewNode(texts, planner.tool_steps), destinations=(EXECUTOR, REPLY)
     )
-    builder.add_node(EXECUTOR, dual_node(executor.executor))
+    builder.add_node(EXECUTOR, dual_node(executor.executor, after=with_todos))
     replanner = Replanner(model, offers, texts, bounds, shared)
-    builder.add_node(REPLANNER, dual_node(replanner.replanner, saves_settings=True))
+    builder.add_node(
+        REPLANNER, dual_node(replanner.replanner, saves_settings=True, after=with_todos)
+    )
     builder.add_node(ANSWER, dual_node(Answerer(model, offers, texts, bounds).answer))
     builder.add_node(REPLY, reply)
     builder.add_edge(START, START_TURN)

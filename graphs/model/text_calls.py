@@ -30,8 +30,6 @@ from pydantic import BaseModel, ValidationError
 
 RECOVERED_KEY = "recovered_text_calls"
 """`response_metadata` key of a recovered reply: how many of its calls were read from text."""
-TEXT_CALLS_EVENT = "text_calls_recovered"
-"""`kind` of the custom stream event sent when calls are recovered (`turn.ask_model`)."""
 
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n(.*?)```", re.S)

@@ -20,12 +20,12 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.retry import ExponentialJitterParams
-from langgraph.config import get_stream_writer
 
 from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context
-from replan.graphs.model.failures import UnusableReplyError, _checkpoint_namespace, model_errors
-from replan.graphs.model.text_calls import TEXT_CALLS_EVENT, OfferedTools, recover_text_calls
+from replan.graphs.model.failures import UnusableReplyError, model_errors
+from replan.graphs.model.text_calls import OfferedTools, recover_text_calls
+from replan.graphs.plan_stream import publish
 
 RETRY_BACKOFF = ExponentialJitterParams(max=8.0, jitter=0.5)
 """Waits between retries of an unusable reply: about 1 s, doubling each time, at most 8 s."""
@@ -64,19 +64,13 @@ def ask_model(
 
 
 def _with_text_calls(reply: AIMessage, offered: OfferedTools) -> AIMessage:
-    """`reply` with the calls written in its text recovered, if any; each recovery is sent
-    as a custom stream event naming the node (its checkpoint namespace) and the tools."""
+    """`reply` with the calls written in its text recovered, if any; each recovery is
+    published on the plan stream (`text_calls`: how many, which tools)."""
     recovered = recover_text_calls(reply, offered)
     if recovered is None:
         return reply
-    get_stream_writer()(
-        {
-            "kind": TEXT_CALLS_EVENT,
-            "count": len(recovered.tool_calls),
-            "tools": [call["name"] for call in recovered.tool_calls],
-            "namespace": _checkpoint_namespace(),
-        }
-    )
+    tools = [call["name"] for call in recovered.tool_calls]
+    publish("text_calls", count=len(tools), tools=tools)
     return recovered
 
 

@@ -24,6 +24,7 @@ failing call is handled where it was made (`try` around the `yield`), and what a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
@@ -34,6 +35,7 @@ from langgraph.runtime import get_runtime
 
 from replan.graphs.calls import Call, Steps
 from replan.graphs.context import Context, run_context
+from replan.graphs.plan_stream import announce_end, announce_start, publishing
 from replan.state.usage import Tally, add_tallies, call_tally, empty_tally, node_usage
 
 T = TypeVar("T")
@@ -123,33 +125,59 @@ def _with_usage(node: str, update: T, tally: Tally) -> T:
     return cast(T, {**update, "usage": node_usage(node, tally)})
 
 
+def _step_id(state: Any) -> int | None:
+    """The id of the step an executor branch's input carries (None for other nodes)."""
+    step = state.get("step") if isinstance(state, Mapping) else None
+    return step.get("id") if isinstance(step, Mapping) else None
+
+
 def dual_node(
-    steps: Callable[[S, Context], Steps[T]], *, saves_settings: bool = False
+    steps: Callable[[S, Context], Steps[T]],
+    *,
+    saves_settings: bool = False,
+    after: Callable[[S, T, Context], T] | None = None,
 ) -> RunnableLambda[S, T]:
     """A graph node running `steps` in sync runs (`invoke`) and async runs (`ainvoke`), with the
     run's settings (`run_context`: the saved ones, changed by the fields the caller gave); its
-    update carries the usage of its model calls (see the module docstring) and, for a node that
-    `saves_settings`, the settings when the run had none saved or the caller changed some."""
+    update carries the usage of its model calls (see the module docstring), what `after` adds
+    to it and, for a node that `saves_settings`, the settings when the run had none saved or
+    the caller changed some. The node publishes its start, its end and what it did on the plan
+    stream (`replan.graphs.plan_stream`), inside a scope that its calls publish in too."""
     node = steps.__name__
 
-    def prepared(state: S) -> tuple[Context, dict[str, Any] | None]:
-        saved = state.get("settings") if isinstance(state, Mapping) else None
-        return run_context(get_runtime(Context).context, saved), saved
+    def saved(state: S) -> Any:
+        return state.get("settings") if isinstance(state, Mapping) else None
 
-    def finished(update: T, meter: Meter, context: Context, saved: Any) -> T:
+    def prepared(state: S, outermost: bool) -> Context:
+        if outermost:
+            announce_start(node, cast(Mapping[str, Any], state))
+        return run_context(get_runtime(Context).context, saved(state))
+
+    def finished(
+        state: S, update: T, meter: Meter, context: Context, began: float, outermost: bool
+    ) -> T:
         update = _with_usage(node, update, meter.tally)
-        if saves_settings and isinstance(update, dict) and context.settings() != saved:
-            return cast(T, {**update, "settings": context.settings()})
+        if after is not None:
+            update = after(state, update, context)
+        if saves_settings and isinstance(update, dict) and context.settings() != saved(state):
+            update = cast(T, {**update, "settings": context.settings()})
+        if outermost:
+            seconds = time.monotonic() - began
+            announce_end(node, cast(Mapping[str, Any], state), update, seconds)
         return update
 
     def run(state: S) -> T:
-        context, saved = prepared(state)
-        meter = Meter()
-        return finished(drive(steps(state, context), meter), meter, context, saved)
+        with publishing(node, _step_id(state)) as outermost:
+            began, meter = time.monotonic(), Meter()
+            context = prepared(state, outermost)
+            update = drive(steps(state, context), meter)
+            return finished(state, update, meter, context, began, outermost)
 
     async def arun(state: S) -> T:
-        context, saved = prepared(state)
-        meter = Meter()
-        return finished(await adrive(steps(state, context), meter), meter, context, saved)
+        with publishing(node, _step_id(state)) as outermost:
+            began, meter = time.monotonic(), Meter()
+            context = prepared(state, outermost)
+            update = await adrive(steps(state, context), meter)
+            return finished(state, update, meter, context, began, outermost)
 
     return RunnableLambda(run, afunc=arun, name=steps.__name__)

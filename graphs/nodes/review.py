@@ -32,18 +32,26 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.runtime import get_runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from replan.graphs.context import Context, run_context
-from replan.graphs.graph_state import REPLY, PlanExecuteState, PlanItem, PlannedStep, review_request
+from replan.graphs.graph_state import (
+    REPLY,
+    REVIEW,
+    PlanExecuteState,
+    PlanItem,
+    PlannedStep,
+    review_request,
+)
 from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.references import references
-from replan.graphs.plan.scheduling import wave
+from replan.graphs.plan.scheduling import ready_steps, turn_todos, wave
 from replan.graphs.plan.views import format_plan, plan_items
+from replan.graphs.plan_stream import paused, plan_view, publish
 from replan.graphs.prompts import Prompts
 from replan.graphs.seal import declared
 
@@ -286,7 +294,8 @@ class PlanReviewNode:
             description = f"{refused}\n\n{question}" if refused else question
             items = plan_items(plan, numbering.first)
             try:
-                review = parse_plan_review(interrupt(review_request(items, description)), numbering)
+                asked = paused(review_request(items, description), REVIEW)
+                review = parse_plan_review(asked, numbering)
                 if review.change is None:
                     break
                 plan, refused = _changed_plan(plan, review.change, numbering), ""
@@ -299,11 +308,14 @@ class PlanReviewNode:
         if review.steps is not None:
             plan = accept_plan(review.steps, numbering)
         elif plan is state["plan"]:  # approved as it was first shown
-            return Command(goto=wave(state, context))
+            todos = turn_todos(state, ready_steps(state, context))
+            return Command(goto=wave(state, context), update={"todos": todos})
         update: dict[str, Any] = {"plan": plan}
         changed: PlanExecuteState = {**state, "plan": plan}
         if context.plan_integrity == "sealed":  # a person's plan declares the turn's actions
             made = declared(plan)
             update.update(made)
             changed = {**changed, **made}
+        publish("plan", REVIEW, steps=plan_view(plan), revised=True, added=[], dropped=[])
+        update["todos"] = turn_todos(changed, ready_steps(changed, context))
         return Command(goto=wave(changed, context), update=update)

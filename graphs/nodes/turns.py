@@ -18,7 +18,8 @@ from langgraph.types import Overwrite
 from replan.graphs.context import Context, run_context
 from replan.graphs.conversation import REPLY_NAME, objective_text
 from replan.graphs.errors import InvalidInputError
-from replan.graphs.graph_state import PlanExecuteState, Turn
+from replan.graphs.graph_state import REPLY, PlanExecuteState, Turn
+from replan.graphs.plan_stream import publish, tokens_of
 from replan.state.usage import Tally, total_tally
 
 NO_CHECKPOINTER = (
@@ -39,7 +40,7 @@ def _usage_metadata(tally: Tally) -> UsageMetadata:
 
 
 def reply(state: PlanExecuteState) -> dict[str, Any]:
-    """Append the turn's answer to the conversation."""
+    """Append the turn's answer to the conversation (and publish it on the plan stream)."""
     usage = total_tally(state.get("usage"))
     message = AIMessage(
         content=state.get("response", ""),
@@ -47,6 +48,8 @@ def reply(state: PlanExecuteState) -> dict[str, Any]:
         usage_metadata=_usage_metadata(usage),
         response_metadata={"stop_reason": state.get("stop_reason", "")},
     )
+    stopped = state.get("stop_reason", "")
+    publish("answer", REPLY, text=message.text, stop_reason=stopped, tokens=tokens_of(usage))
     return {"messages": [message]}
 
 
@@ -111,4 +114,5 @@ def _cleared(objective: str, response: str, state: PlanExecuteState, ended: bool
         "response": "",
         "stop_reason": "",
         "iterations": 0,
+        "todos": [],
     }

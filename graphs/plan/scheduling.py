@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from langgraph.types import Send
 
@@ -21,6 +22,7 @@ from replan.graphs.graph_state import (
 )
 from replan.graphs.plan.provenance import known_words
 from replan.graphs.plan.references import references
+from replan.graphs.plan.todos import Todo, plan_todos, step_done
 from replan.graphs.plan.tool_steps import call_key
 from replan.graphs.seal import step_seal
 from replan.state.tasks import TaskContext
@@ -55,8 +57,7 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     objective = turn_objective(state)
     tasks = state.get("tasks_context") or TaskContext()
     calls = fresh_calls(executed)
-    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
-    ready = ready[: context.max_concurrency]
+    ready = ready_steps(state, context)
     said = user_texts(state.get("messages") or [])
     texts = [*said, *(done["result"] for done in known)]
     words = known_words(texts) if any("tool" not in step for step in ready) else ""
@@ -83,6 +84,15 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
         return Send(EXECUTOR, run)
 
     return [branch(step) for step in ready]
+
+
+def ready_steps(state: PlanExecuteState, context: Context) -> list[PlannedStep]:
+    """The steps the next wave starts (`wave`): those whose dependencies are done, in plan
+    order, at most `context.max_concurrency`, one of each same call."""
+    known = [*state.get("carried_steps", []), *state.get("executed_steps", [])]
+    results = {done["id"]: done for done in known if "id" in done}
+    ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
+    return ready[: context.max_concurrency]
 
 
 def fresh_calls(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
@@ -125,3 +135,36 @@ def tool_wave(state: PlanExecuteState) -> bool:
     """Whether the last wave held only tool steps (no model call, no judgement to revisit)."""
     wave = last_wave(state)
     return bool(wave) and all("tool" in done for done in wave)
+
+
+def with_todos(
+    state: Mapping[str, Any], update: Any, context: Context, *, reviewed: bool = False
+) -> Any:
+    """`update` with the turn's to-do list (`replan.graphs.plan.todos`) as it leaves its node:
+    an executor branch's step done; after a new plan, the list, with the steps the next wave
+    starts in progress (none when the turn has its answer or a person is to review the plan).
+    """
+    if not isinstance(update, dict):
+        return update
+    step = state.get("step")
+    if isinstance(step, Mapping):  # an executor branch
+        done = (update.get("executed_steps") or [{}])[-1]
+        return {**update, "todos": step_done(step["step"], done.get("status", "done"))}
+    if "plan" not in update:
+        return update
+    after = cast(PlanExecuteState, {**state, **update})
+    running = [] if reviewed or after.get("response") else ready_steps(after, context)
+    return {**update, "todos": turn_todos(after, running)}
+
+
+def first_todos(state: Mapping[str, Any], update: Any, context: Context) -> Any:
+    """`with_todos` after the planner: nothing runs yet when the plan is reviewed first."""
+    return with_todos(state, update, context, reviewed=context.approve_plan)
+
+
+def turn_todos(state: PlanExecuteState, running: Sequence[PlannedStep]) -> list[Todo]:
+    """The turn's to-do list: its steps done, then those left, `running` in progress."""
+    done = state.get("executed_steps", [])
+    executed = [(step["step"], step.get("status", "done")) for step in done]
+    planned = [(step["id"], step["step"]) for step in steps_left(state)]
+    return plan_todos(executed, planned, {step["id"] for step in running})

@@ -27,11 +27,10 @@ from replan.cli.display import Display, Lane
 from replan.cli.pricing import Pricing, cost, dollars_text
 from replan.cli.summary import fallback_line
 from replan.graphs.graph_state import ANSWER, MODEL_NODES, ExecutedStep, PlannedStep
-from replan.graphs.model.decision_modes.fallbacks import STREAM_KEY as DECISION_STREAM_KEY
 from replan.graphs.model.http_client import ModelRetry
-from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan.tool_steps import RESULT_CHARS, first_line, format_call, tool_step_line
 from replan.graphs.plan.views import format_plan
+from replan.graphs.plan_stream import is_plan_event
 from replan.state import Task, TaskContext
 from replan.state.usage import (
     RunUsage,
@@ -77,6 +76,13 @@ def _step_line(done: ExecutedStep, *, elapsed: str = "", note: str = "") -> str:
     result = first_line(done["result"], RESULT_CHARS)
     how = f" in {elapsed}" if elapsed else ""
     return f"Step {done.get('id')} {done.get('status', 'done')}{how}{note}: {result}"
+
+
+def _publishes(lane: Lane, event: dict[str, Any]) -> bool:
+    """Whether `event` of the plan stream comes from the node or step `lane` shows."""
+    if "step" in event:
+        return lane.step_id == event["step"]
+    return lane.step_id is None and lane.label == event.get("node")
 
 
 def _updates(update: Any) -> list[dict[str, Any]]:
@@ -152,14 +158,14 @@ class ProgressPrinter:
                     self._node_finished(node, part, saved=saved)
 
     def _custom(self, chunk: Any) -> None:
-        """Events a node writes itself: tool calls read from a reply's text, a fallback to
-        another way of asking for decisions."""
-        if not isinstance(chunk, dict):
+        """Events of the plan stream (`replan.graphs.plan_stream`) the lanes show: tool calls
+        read from a reply's text, a fallback to another way of asking for decisions."""
+        if not is_plan_event(chunk):
             return
-        if chunk.get("kind") == TEXT_CALLS_EVENT:
+        if chunk["event"] == "text_calls":
             self._text_calls(chunk)
-        elif fallback := chunk.get(DECISION_STREAM_KEY):
-            self.display.note(fallback_line(fallback))
+        elif chunk["event"] == "decision_fallback":
+            self.display.note(fallback_line(chunk["fallback"]))
 
     def tick(self) -> None:
         """Bring waiting times up to date (call it every `TICK_SECONDS`)."""
@@ -187,13 +193,14 @@ class ProgressPrinter:
             self.display.event(lane, text, self._open())
 
     def _text_calls(self, event: dict[str, Any]) -> None:
-        """Tool calls were read from the text of a reply (`replan.graphs.model.text_calls`)."""
+        """Tool calls were read from the text of a reply (`replan.graphs.model.text_calls`), in
+        the lane of the node or step that asked."""
         count = event.get("count", 0)
         text = (
             f"↺ {count} tool call{'' if count == 1 else 's'} read from the reply's text: "
             f"{', '.join(event.get('tools', []))}"
         )
-        lane = self.lanes.get(str(event.get("namespace", "")).split("|")[0])
+        lane = next((lane for lane in self.lanes.values() if _publishes(lane, event)), None)
         if lane is None:
             self.display.note(text)
         else:

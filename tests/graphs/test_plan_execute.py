@@ -199,14 +199,27 @@ def test_stream_updates_come_in_node_order(mode: Mode) -> None:
     ]
     done_a = {"id": 1, "step": "a", "result": "A", "status": "done"}
     assert chunks[1]["executor"].pop("usage")["steps"]["1"]["calls"] == 1
-    assert chunks[1]["executor"] == {"executed_steps": [done_a]}
+    assert chunks[0]["planner"]["todos"] == [
+        {"content": "a", "status": "in_progress"},
+        {"content": "b", "status": "pending"},
+    ]
+    done = {"done": "a", "content": "a"}
+    assert chunks[1]["executor"] == {"executed_steps": [done_a], "todos": done}
     # The kept step keeps its id and its link to the done step (whose result it still sees).
     assert chunks[2]["replanner"].pop("usage")["nodes"]["replanner"]["calls"] == 1
+    assert chunks[2]["replanner"].pop("todos") == [
+        {"content": "a", "status": "completed"},
+        {"content": "b", "status": "in_progress"},
+    ]
     assert chunks[2]["replanner"] == {
         "plan": [{"id": 2, "step": "b", "depends_on": [1]}],
         "iterations": 1,
     }
     assert chunks[4]["replanner"].pop("usage")["nodes"]["replanner"]["calls"] == 1
+    assert chunks[4]["replanner"].pop("todos") == [
+        {"content": "a", "status": "completed"},
+        {"content": "b", "status": "completed"},
+    ]
     assert chunks[4]["replanner"] == {"response": "AB", "plan": [], "iterations": 2}
 
 

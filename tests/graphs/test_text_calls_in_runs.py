@@ -12,7 +12,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import Context
-from replan.graphs.model.text_calls import TEXT_CALLS_EVENT
 from replan.graphs.plan_execute import build_plan_execute_graph
 from replan.testing import (
     CallsAsText,
@@ -138,19 +137,18 @@ def test_counts_and_tasks_of_parallel_steps_are_merged(shape: CallsAsText) -> No
     assert values["recovered_calls"] == 3
 
 
-def test_recovery_is_announced_on_the_custom_stream(server: ScriptedOpenAIServer) -> None:
+def test_recovery_is_announced_on_the_plan_stream(server: ScriptedOpenAIServer) -> None:
     events = stream(
         build_plan_execute_graph(task_tools="compact"),
         OBJECTIVE,
         "sync",
         stream_mode="custom",
-        subgraphs=True,
         context=_context(server),
     )
     recovered = [
-        (chunk["namespace"].split(":")[0], chunk["count"], chunk["tools"])
-        for _, chunk in events
-        if chunk.get("kind") == TEXT_CALLS_EVENT
+        (chunk["node"], chunk["count"], chunk["tools"])
+        for chunk in events
+        if chunk["event"] == "text_calls"
     ]
     # after the planner's, decisions are asked for as JSON: the server sent a forced call as text
     assert recovered == [("planner", 1, ["plan"]), ("executor", 2, ["TaskCreate", "TaskList"])]

@@ -161,7 +161,7 @@ def test_the_cli_reads_runs_of_the_dev_server(
     assert "Status: waiting for approval" in shown and f"1. {STEPS[0]}" in shown
 
 
-def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Served) -> None:
+def test_a_refused_decision_mode_and_the_plan_are_streamed_and_kept(served: Served) -> None:
     client = served.client
     thread = new_thread(client)
     served.model.quirks = LLAMA_CPP_PYTHON  # refuses tool_choice "required"
@@ -183,7 +183,11 @@ def test_a_refused_decision_mode_is_streamed_and_kept_in_the_thread(served: Serv
         "fallback": "tool_named",
         "reason": "refused",
     }
-    assert custom == [{"decision_mode": fallback}]
+    kinds = [event["event"] for event in custom]  # the plan stream, through the server
+    assert kinds[:2] == ["node_started", "plan"] and kinds[-1] == "answer"
+    (fell_back,) = [event for event in custom if event["event"] == "decision_fallback"]
+    assert fell_back["fallback"] == fallback
+    assert kinds.count("step_finished") == len(custom[1]["steps"])
     values = client.threads.get_state(thread)["values"]
     assert isinstance(values, dict) and values["response"] == ANSWER
     assert values["decision_mode"] == {"mode": "tool_named", "fallbacks": [fallback]}

@@ -3,9 +3,10 @@ records (`DecisionModes`).
 
 A request the server refuses (an HTTP status of `REFUSAL_STATUSES`) is asked again in the next
 modes of `DECISION_MODES`; once one is accepted, the refused modes are not asked again in this
-run: the run's `decision_mode` state channel remembers it, and a custom stream event
-(`STREAM_KEY`) says it. A mode the server accepts but does not enforce is left for the model's
-mistakes in it, for the mode's `after_mistakes`, with the same record (`give_up`).
+run: the run's `decision_mode` state channel remembers it, and a `decision_fallback` event of
+the plan stream (`replan.graphs.plan_stream`) says it. A mode the server accepts but does not
+enforce is left for the model's mistakes in it, for the mode's `after_mistakes`, with the same
+record (`give_up`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
-from langgraph.config import get_stream_writer
 
 from replan.graphs.context import Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError
@@ -29,12 +29,11 @@ from replan.graphs.graph_state import (
 )
 from replan.graphs.model.decision_modes.registry import fallbacks_after, strategy
 from replan.graphs.model.decision_modes.strategy import Request
+from replan.graphs.plan_stream import publish
 
 REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
 """HTTP statuses with which servers refuse a `tool_choice` or `response_format` they do not
 support (llama-cpp-python: 500 with an empty message)."""
-STREAM_KEY = "decision_mode"
-"""Key of the custom stream event (`stream_mode="custom"`) sent when a run falls back."""
 
 
 def refusal_status(error: ModelUnavailableError) -> int | None:
@@ -70,7 +69,7 @@ class DecisionModes:
 
     def fell_back(self, refusals: Sequence[tuple[Request, int]], to: DecisionMode) -> None:
         """Record that the server refused these requests and accepted mode `to`, and say so on
-        the run's custom stream."""
+        the plan stream."""
         fallbacks = fallbacks_of(self.record)
         for request, status in refusals:
             fallback: DecisionFallback = {
@@ -81,7 +80,7 @@ class DecisionModes:
                 "reason": "refused",
             }
             fallbacks.append(fallback)
-            _announce(fallback)
+            publish("decision_fallback", fallback=dict(fallback))
         self.record = {"mode": to, "fallbacks": fallbacks}
         self.changed = True
 
@@ -105,17 +104,9 @@ class DecisionModes:
         self.record = {"mode": left, "fallbacks": fallbacks}
         self.record["mode"] = self.mode  # `to`, or where a refusal of `to` led before
         self.changed = True
-        _announce(fallback)
+        publish("decision_fallback", fallback=dict(fallback))
         return True
 
     def update(self) -> dict[str, Any]:
         """`{"decision_mode": record}` when this node fell back, else nothing."""
         return {"decision_mode": self.record} if self.changed and self.record else {}
-
-
-def _announce(fallback: DecisionFallback) -> None:
-    try:
-        write = get_stream_writer()
-    except RuntimeError:  # outside a graph run
-        return
-    write({STREAM_KEY: dict(fallback)})
