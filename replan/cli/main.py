@@ -14,8 +14,9 @@ import sys
 import uuid
 
 from replan.cli.interrupts import CommandLoop, terminate_as_interrupt
+from replan.cli.objective_input import check_text, read_objective
 from replan.cli.output import CliError, ExitCode, one_line, say
-from replan.cli.parser import build_parser, check_text, read_objective
+from replan.cli.parser import build_parser
 
 DEBUG_ENV = "REPLAN_DEBUG"
 """Set to 1 to get a traceback instead of the one-line message for an unexpected error."""
@@ -58,6 +59,10 @@ def _execute(args: argparse.Namespace, loop: CommandLoop) -> int:
             from replan.cli import check
 
             return int(check.execute(args))
+        if args.command == "ui":
+            from replan.ui import serving
+
+            return int(serving.serve(args))
         from replan.cli import commands
 
         return int(loop.run(commands.execute(args)))

@@ -1,18 +1,16 @@
-"""The argument parser of `replan`: commands, options and their checks, and the objective's
-sources (argument, stdin, file)."""
+"""The argument parser of `replan`: commands, options and their checks."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import MISSING, fields
 from importlib.metadata import version
 from typing import Any, NoReturn
 
-from replan.cli.output import CliError, ExitCode, exit_code_help
+from replan.cli.output import ExitCode, exit_code_help
 from replan.graphs.context import (
     ANSWER_MODES,
     DECISION_MODES,
@@ -36,8 +34,6 @@ from replan.graphs.context import (
 from replan.graphs.persistence import DEFAULT_DB
 from replan.graphs.setting_checks import check_price
 
-MAX_OBJECTIVE_BYTES = 16 * 1024 * 1024
-"""Largest objective read from stdin or `--objective-file` (more is refused)."""
 MAX_TEMPERATURE = 2.0
 
 
@@ -329,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     threads = commands.add_parser("threads", parents=[db], help="list the stored runs")
     _add_output_options(threads, progress=False)
 
+    ui = commands.add_parser("ui", parents=[db], help="watch and answer runs in a local page")
+    ui.add_argument(
+        "--port", type=_count(0, 65535), default=0, help="port on 127.0.0.1 (default: a free one)"
+    )
+
     check = commands.add_parser(
         "check", help="probe a model server: what it supports, the settings runs would use"
     )
@@ -340,61 +341,3 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds to wait for one probe (default: {DEFAULT_TIMEOUT_SECONDS:g})",
     )
     return parser
-
-
-def check_text(args: argparse.Namespace) -> None:
-    """Refuse arguments that are not valid UTF-8 (Python hands them over as lone surrogates):
-    they could not be stored unaltered."""
-    for name, value in vars(args).items():
-        for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and not _is_utf8(text):
-                what = "the objective" if name == "objective" else f"--{name.replace('_', '-')}"
-                raise CliError(ExitCode.USAGE, f"{what} is not valid UTF-8")
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _decode(raw: bytes, source: str) -> str:
-    if len(raw) > MAX_OBJECTIVE_BYTES:
-        raise CliError(
-            ExitCode.USAGE,
-            f"the objective in {source} is over {MAX_OBJECTIVE_BYTES // 2**20} MiB",
-        )
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CliError(
-            ExitCode.USAGE, f"the objective in {source} is not valid UTF-8 (byte {exc.start})"
-        ) from None
-
-
-def read_objective(args: argparse.Namespace) -> str:
-    """The objective from the argument, stdin (`-`) or `--objective-file`; not blank."""
-    if args.objective is not None and args.objective_file is not None:
-        raise CliError(ExitCode.USAGE, "give the objective or --objective-file, not both")
-    if args.objective_file is not None:
-        try:
-            with open(args.objective_file, "rb") as file:
-                text = _decode(file.read(MAX_OBJECTIVE_BYTES + 1), args.objective_file)
-        except OSError as exc:
-            raise CliError(
-                ExitCode.USAGE,
-                f"cannot read the objective file {args.objective_file}: {exc.strerror}",
-            ) from None
-    elif args.objective == "-":
-        text = _decode(sys.stdin.buffer.read(MAX_OBJECTIVE_BYTES + 1), "stdin")
-    elif args.objective is None:
-        raise CliError(
-            ExitCode.USAGE, 'no objective: give it as "TEXT", - (stdin) or --objective-file PATH'
-        )
-    else:
-        text = args.objective
-    if not text.strip():
-        raise CliError(ExitCode.USAGE, "the objective is empty: say what the run should achieve")
-    return text
