@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replan.testing import Reply
+from replan.cli.output import ExitCode
+from replan.testing import Reply, ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import REPLAN, cli_env, looks_up_a_price
+from tests.support.cli_harness import REPLAN, cli_env, looks_up_a_price, run_cli
 
 REQUIRE_BROWSER_ENV = "REPLAN_REQUIRE_BROWSER"
 """Set to 1 (as .ci/run does) to fail the browser tests, instead of skipping them, when
@@ -96,6 +97,12 @@ class HeldAfterCall:
             self.reached.set()
             self.release.wait(timeout=60)
         return looks_up_a_price(request)
+
+
+def stored_run(server: ScriptedOpenAIServer, work: Path, thread: str, *args: str) -> None:
+    """`replan run ARGS` in `work`, saved in its runs.sqlite as `thread` (ended or waiting)."""
+    done = run_cli(server, work, "run", "--db", "runs.sqlite", "--thread-id", thread, *args)
+    assert done.code in (ExitCode.OK, ExitCode.AWAITING_APPROVAL), done.err
 
 
 def browser_missing() -> str:

@@ -14,13 +14,14 @@ import pytest
 from replan.cli.output import ExitCode
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import PLANNED, PRICE_TOOLS, cli_env, finish, run_cli, start_cli
+from tests.support.cli_harness import PLANNED, cli_env, finish, start_cli
 from tests.support.ui_support import (
     CHROMIUM,
     REQUIRE_BROWSER_ENV,
     HeldAfterCall,
     browser_missing,
     serving_ui,
+    stored_run,
 )
 
 pytestmark = pytest.mark.slow
@@ -63,22 +64,11 @@ class Page:
         )
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "shop.py").write_text(PRICE_TOOLS)
-    return tmp_path
-
-
-def _run(server: ScriptedOpenAIServer, work: Path, thread: str, *args: str) -> None:
-    done = run_cli(server, work, "run", "--db", "runs.sqlite", "--thread-id", thread, *args)
-    assert done.code in (ExitCode.OK, ExitCode.AWAITING_APPROVAL), done.err
-
-
 def test_the_page_lists_threads_and_draws_a_finished_run(browser: Any, work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "diamond", *PLANNED, "Ship it in 4 diamond steps")
-        _run(server, work, "chain", *PLANNED, "Ship it in 2 steps")
-        _run(server, work, "chain", *PLANNED, "Now ship it in 1 steps")  # its second turn
+        stored_run(server, work, "diamond", *PLANNED, "Ship it in 4 diamond steps")
+        stored_run(server, work, "chain", *PLANNED, "Ship it in 2 steps")
+        stored_run(server, work, "chain", *PLANNED, "Now ship it in 1 steps")  # its second turn
     with serving_ui(work / "runs.sqlite", work) as ui:
         page = Page(browser)
         page.page.goto(ui.url)
@@ -132,7 +122,7 @@ def test_the_page_follows_a_run_in_another_process_to_its_end(browser: Any, work
 
 def test_a_plan_is_approved_from_the_page(browser: Any, work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "waits", *PLANNED, "--approve-plan", "Ship it in 2 steps")
+        stored_run(server, work, "waits", *PLANNED, "--approve-plan", "Ship it in 2 steps")
         with serving_ui(work / "runs.sqlite", work, cli_env(server)) as ui:
             page = Page(browser)
             page.page.goto(ui.url + "#thread=waits")
@@ -146,7 +136,7 @@ def test_a_plan_is_approved_from_the_page(browser: Any, work: Path) -> None:
 
 def test_the_page_without_its_token_is_refused(browser: Any, work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "t", *PLANNED, "Ship it in 1 steps")
+        stored_run(server, work, "t", *PLANNED, "Ship it in 1 steps")
     with serving_ui(work / "runs.sqlite", work) as ui:
         page = Page(browser)
         answer = page.page.goto(ui.base + "/")

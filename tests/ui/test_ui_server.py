@@ -16,7 +16,6 @@ from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as script
 from tests.support.cli_harness import (
     PLANNED,
-    PRICE_TOOLS,
     REPLAN,
     cli_env,
     finish,
@@ -24,21 +23,10 @@ from tests.support.cli_harness import (
     start_cli,
 )
 from tests.support.pg_support import fresh_schema
-from tests.support.ui_support import HeldAfterCall, Ui, serving_ui
+from tests.support.ui_support import HeldAfterCall, Ui, serving_ui, stored_run
 
 pytestmark = pytest.mark.slow
 TOOLS = ("--tools", "./shop.py:TOOLS")
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "shop.py").write_text(PRICE_TOOLS)
-    return tmp_path
-
-
-def _run(server: ScriptedOpenAIServer, work: Path, thread: str, *args: str) -> None:
-    done = run_cli(server, work, "run", "--db", "runs.sqlite", "--thread-id", thread, *args)
-    assert done.code in (ExitCode.OK, ExitCode.AWAITING_APPROVAL), done.err
 
 
 def _steps(ui: Ui, thread: str) -> list[tuple[int, str]]:
@@ -49,8 +37,8 @@ def _steps(ui: Ui, thread: str) -> list[tuple[int, str]]:
 
 def test_the_api_lists_threads_and_draws_a_finished_run(work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "diamond", *PLANNED, "Ship it in 4 diamond steps")
-        _run(server, work, "waits", *PLANNED, "--approve-plan", "Ship it in 2 steps")
+        stored_run(server, work, "diamond", *PLANNED, "Ship it in 4 diamond steps")
+        stored_run(server, work, "waits", *PLANNED, "--approve-plan", "Ship it in 2 steps")
     with serving_ui(work / "runs.sqlite", work) as ui:
         status, listed = ui.get("/api/threads")
         assert status == 200 and listed["db"] == str(work / "runs.sqlite")
@@ -74,7 +62,7 @@ def test_the_api_lists_threads_and_draws_a_finished_run(work: Path) -> None:
 def test_the_api_follows_a_run_in_another_process_with_its_calls(work: Path) -> None:
     held = HeldAfterCall()
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "other", *PLANNED, "Ship it in 1 steps")  # a thread beside it
+        stored_run(server, work, "other", *PLANNED, "Ship it in 1 steps")  # a thread beside it
     with ScriptedOpenAIServer(held) as server:
         running = start_cli(
             server, work, "run", "--db", "runs.sqlite", "--thread-id", "live", *PLANNED,
@@ -108,7 +96,7 @@ def test_the_api_follows_a_run_in_another_process_with_its_calls(work: Path) -> 
 def test_a_plan_is_approved_edited_or_rejected_through_the_api(work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
         for thread in ("approve", "edit", "reject"):
-            _run(server, work, thread, *PLANNED, "--approve-plan", "Ship it in 2 steps")
+            stored_run(server, work, thread, *PLANNED, "--approve-plan", "Ship it in 2 steps")
         with serving_ui(work / "runs.sqlite", work, cli_env(server)) as ui:
             assert ui.post("/api/threads/approve/review", {"decision": "maybe"})[0] == 409
             assert ui.post("/api/threads/approve/review", {"decision": "approve"})[0] == 202
@@ -135,7 +123,7 @@ def _answered(ui: Ui, thread: str, code: int) -> dict[str, Any]:
 
 def test_a_finished_run_has_no_plan_to_answer(work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "done", *PLANNED, "Ship it in 1 steps")
+        stored_run(server, work, "done", *PLANNED, "Ship it in 1 steps")
     with serving_ui(work / "runs.sqlite", work) as ui:
         status, refused = ui.post("/api/threads/done/review", {"decision": "approve"})
     assert status == 409 and "no plan waiting" in refused["error"]
@@ -143,7 +131,7 @@ def test_a_finished_run_has_no_plan_to_answer(work: Path) -> None:
 
 def test_requests_without_the_token_or_from_elsewhere_are_refused(work: Path) -> None:
     with ScriptedOpenAIServer(script.respond) as server:
-        _run(server, work, "t", *PLANNED, "Ship it in 1 steps")
+        stored_run(server, work, "t", *PLANNED, "Ship it in 1 steps")
     with serving_ui(work / "runs.sqlite", work) as ui:
         assert ui.request("GET", "/", None, {})[0] == 403  # the page itself needs the token
         assert ui.request("GET", "/api/threads", None, {})[0] == 403
