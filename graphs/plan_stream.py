@@ -2,8 +2,9 @@
 
 Each event is one chunk of LangGraph's `custom` stream mode, a dict tagged with this schema's
 version: `{"replan": PLAN_STREAM_VERSION, "event": kind, "node": ..., "step": ..., ...}`
-(docs/graph.md, "The plan stream", lists every kind and its fields). Read it with
-`graph.stream(..., stream_mode="custom")` (or beside other modes), with no `subgraphs=True`:
+(docs/graph.md, "Watching a run: the plan stream and `todos`", lists every kind and its
+fields). Read it with `graph.stream(..., stream_mode="custom")` (or beside other modes), with no
+`subgraphs=True`:
 every event is written with the stream writer of the top-level node that runs, even the tool
 calls made inside an executor step's own loop (a subgraph, whose own writer reaches only
 clients that stream subgraphs). `plan_events` picks them out of a stream.
