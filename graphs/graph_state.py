@@ -73,6 +73,9 @@ class PlannedStep(TypedDict):
     args: NotRequired[dict[str, Any]]
     tools: NotRequired[list[str]]
     """A text step of a sealed run: the tools its executor may act with (`replan.graphs.seal`)."""
+    deferred: NotRequired[str]
+    """A deferred step: the tool it will call, its arguments written by the replanner once the
+    steps it waits for are done (`replan.graphs.plan.numbering`); it never runs as it is."""
 
 
 StepStatus = Literal["done", "unfinished", "failed"]

@@ -117,12 +117,13 @@ def plan_events(chunks: Iterator[Any]) -> Iterator[dict[str, Any]]:
 
 
 def plan_view(plan: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Planned steps as a `plan` event shows them: id, text, dependencies (and tool)."""
+    """Planned steps as a `plan` event shows them: id, text, dependencies (and tool, also of
+    a deferred step)."""
     steps = []
     for step in plan:
         shown = {"id": step["id"], "text": step["step"], "depends_on": list(step["depends_on"])}
-        if "tool" in step:
-            shown["tool"] = step["tool"]
+        if tool := step.get("tool") or step.get("deferred"):
+            shown["tool"] = tool
         steps.append(shown)
     return steps
 

@@ -2,7 +2,8 @@
 
 The first plan of a turn is written before the turn reads any result (on a follow-up, after
 the earlier turn's: those count as read). It declares the actions the turn may take: the tools
-of its tool steps, and for each text step the tools its executor may act with (`tools`).
+of its tool steps and deferred steps, and for each text step the tools its executor may act
+with (`tools`).
 Later replans and executors may act only with declared tools: each call is checked where calls
 run (`replan.graphs.durable_calls`), whatever offered or wrote it (a call recovered from text,
 a tool the model was not offered). A call is held when its tool acts (`replan.tools.effects`)
@@ -57,6 +58,7 @@ def declared(plan: Sequence[PlannedStep]) -> Declared:
     """What a turn's first plan declares: its tools (`declared_tools`) and its steps'
     ids (`declared_steps`)."""
     tools = {step["tool"] for step in plan if "tool" in step}
+    tools.update(step["deferred"] for step in plan if "deferred" in step)
     tools.update(tool for step in plan for tool in step.get("tools", []))
     return {"declared_tools": sorted(tools), "declared_steps": [step["id"] for step in plan]}
 

@@ -20,7 +20,13 @@ from replan.graphs.plan.decisions import PlanArgs, RespondArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.progress import repeated_step
 from replan.graphs.plan.provenance import Provenance
-from replan.graphs.plan.scheduling import runnable_steps, steps_left, tool_wave, wave_fell_short
+from replan.graphs.plan.scheduling import (
+    due_steps,
+    runnable_steps,
+    steps_left,
+    tool_wave,
+    wave_fell_short,
+)
 from replan.graphs.plan.task_merge import read_shared_tasks
 from replan.graphs.plan.views import format_executed_steps, format_plan, replanner_briefing
 
@@ -60,13 +66,17 @@ class Replanner(ModelNode):
         only, when the next wave is tool steps only too, it goes on the same way whatever
         `replan` says: the plan was made for their results, and no model call comes between
         them (as LLMCompiler runs its graph of calls); before a text step the model may still
-        answer at once instead."""
+        answer at once instead. A deferred step whose dependencies are done always asks the
+        model, which writes its arguments."""
         bounds = self.bounds.for_run(context)
         rounds = state.get("iterations", 0) + 1
         left = steps_left(state)
         calls_only = tool_wave(state) and all("tool" in step for step in runnable_steps(left))
         if (context.replan == "when_needed" or calls_only) and not (
-            rounds >= bounds.max_iterations or not runnable_steps(left) or wave_fell_short(state)
+            rounds >= bounds.max_iterations
+            or not runnable_steps(left)
+            or wave_fell_short(state)
+            or due_steps(left)
         ):
             return {"plan": left, "iterations": rounds}
         done = state.get("executed_steps", [])

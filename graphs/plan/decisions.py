@@ -43,10 +43,11 @@ class PlanStepArgs(BaseModel):
 
 class ToolStepArgs(BaseModel):
     """A tool step: `tool` called with `args` (`"$N"` in them names step N's result), after
-    the steps `depends_on` names and those it refers to (`replan.graphs.plan.tool_steps`)."""
+    the steps `depends_on` names and those it refers to (`replan.graphs.plan.tool_steps`);
+    without the `args` its tool needs, a deferred step (`replan.graphs.plan.numbering`)."""
 
     tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] | None = None
     depends_on: list[int] | None = None
 
 

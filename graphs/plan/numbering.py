@@ -16,6 +16,20 @@ A step naming itself, a later step or a number that is neither is a mistake the 
 about (`Numbering.problems`); so is a tool step with an unknown tool or arguments that do not
 fit the tool's schema. Without a `depends_on`, a text item runs after the item before it and a
 tool step waits only for the steps it refers to.
+
+What acts happens in plan order (`_world_order`): a tool step whose tool may act
+(`replan.tools.effects`; an undeclared tool may) also waits for every item listed before it
+since the last one that may act, and for that one; a read-only tool step waits for the last
+item before it that may act. A text step may act when the run has a tool that may. So
+`cd`, `rm`, `cd ..` run one after the other, as written, and look-ups side by side.
+
+Deferred steps. A tool step that leaves out the arguments its tool needs is deferred: its
+values come from results not seen yet (the files a listing will show). It waits as a text step
+does (for its `depends_on`, else the item before it) and never runs as it is: once the steps it
+waits for are done, the replanner is asked (`replan.graphs.nodes.replanner`) and writes it as
+tool steps with values from their results. It is stored with `deferred` (its tool) instead of
+`tool` and `args`, so the first plan declares what the turn will call. A deferred step with
+nothing to wait for, or re-listed once all it waits for is done, is a mistake.
 """
 
 from __future__ import annotations
@@ -51,9 +65,14 @@ class Item:
 
     @classmethod
     def tool_step(cls, tool: str, args: Any, depends_on: list[int] | None) -> Item:
-        """A tool step item (its text is the call)."""
-        shown = format_call(tool, args) if isinstance(args, dict) else f"{tool}(…)"
-        return cls(shown, depends_on, tool, args if isinstance(args, dict) else {})
+        """A tool step item (its text is the call; its `args` None when left out)."""
+        given = args if isinstance(args, dict) else None
+        return cls(format_call(tool, given or {}), depends_on, tool, given)
+
+
+def deferred_text(tool: str) -> str:
+    """How a deferred step of `tool` reads, in plans and progress: `rm(…)`."""
+    return f"{tool}(…)"
 
 
 def next_number(done: Sequence[ExecutedStep], plan: Sequence[PlannedStep] = ()) -> int:
@@ -116,7 +135,8 @@ class Numbering:
         unmatched = list(self.kept)
         found: list[PlannedStep | None] = []
         for item in items:
-            match = next((step for step in unmatched if step["step"] == item.text), None)
+            text = self._text(item)
+            match = next((step for step in unmatched if step["step"] == text), None)
             if match is not None:
                 unmatched.remove(match)
             found.append(match)
@@ -130,11 +150,23 @@ class Numbering:
                 names.setdefault(match["id"], index)
         return names
 
+    def deferred(self, item: Item) -> bool:
+        """Whether `item` is a deferred step: a tool step without the arguments its tool needs."""
+        return (
+            item.tool is not None
+            and not item.args
+            and self.tools is not None
+            and self.tools.needs_args(item.tool)
+        )
+
+    def _text(self, item: Item) -> str:
+        return deferred_text(str(item.tool)) if self.deferred(item) else item.text
+
     def _waits_for(self, index: int, item: Item) -> tuple[list[int], set[int]]:
         """The numbers item `index` names in `depends_on` (or by default), and as references."""
         if item.depends_on is not None:
             named = list(item.depends_on)
-        elif item.tool is None:
+        elif item.tool is None or self.deferred(item):
             named = [self.first + index - 1] if index else []
         else:
             named = []
@@ -167,8 +199,11 @@ class Numbering:
                     f"step {number} copies your instructions instead of saying what to do: "
                     "write the work itself"
                 )
-            if item.tool is not None and self.tools is not None:
-                found += [f"step {number}: {p}" for p in self.tools.problems(item.tool, item.args)]
+            if self.deferred(item):
+                found += self._deferred_problems(index, item)
+            elif item.tool is not None and self.tools is not None:
+                problems = self.tools.problems(item.tool, item.args or {})
+                found += [f"step {number}: {p}" for p in problems]
             unknown = [t for t in item.tools or () if self.tools and t not in self.tools.by_name]
             if unknown:
                 found.append(f"step {number} names no tool of this run: {', '.join(unknown)}")
@@ -191,12 +226,28 @@ class Numbering:
                         found.append(f"{what}, but {self._no_such_step(last)}{hint}")
         return list(dict.fromkeys(found))
 
+    def _deferred_problems(self, index: int, item: Item) -> list[str]:
+        """What is wrong with deferred item `index`: nothing to wait for, or all it waits for
+        done already (its values can be written now)."""
+        number, (named, _) = self.first + index, self._waits_for(index, item)
+        if not named:
+            return [
+                f'step {number} leaves out the "args" of `{item.tool}` but waits for no step: '
+                "give its args, or name in depends_on the steps whose results hold them"
+            ]
+        if all(other in self.done for other in named):
+            return [
+                f'step {number}: the steps it waits for are done: write its "args" now, with '
+                "values from their results"
+            ]
+        return []
+
     def _unsourced(self, item: Item) -> list[str]:
         """What a valid tool step's values come from nowhere (`sources`), in words."""
         tools, sources = self.tools, self.sources
-        if sources is None or tools is None or item.tool is None:
+        if sources is None or tools is None or item.tool is None or self.deferred(item):
             return []
-        if tools.problems(item.tool, item.args):
+        if tools.problems(item.tool, item.args or {}):
             return []
         return [p for _, p in sources.problems(item.args or {}, tools.parameters[item.tool])]
 
@@ -209,10 +260,37 @@ class Numbering:
             f"done steps: {done})"
         )
 
+    def _may_act(self, item: Item) -> bool:
+        """Whether carrying out `item` may change something outside the run."""
+        effects = self.tools.effects if self.tools is not None else {}
+        if item.tool is not None:
+            return item.tool not in effects or effects[item.tool].acts
+        return any(effect.acts for effect in effects.values())
+
+    def _world_order(self, items: Sequence[Item]) -> list[list[int]]:
+        """For each item, the list numbers it waits for so that what acts happens in plan order
+        (module docstring); only tool steps get any (a text step says what it waits for)."""
+        last_act: int | None = None
+        since: list[int] = []
+        order: list[list[int]] = []
+        for index, item in enumerate(items):
+            acts = self._may_act(item)
+            after_act = [] if last_act is None else [last_act]
+            if item.tool is None:
+                order.append([])
+            else:
+                order.append([*after_act, *since] if acts else after_act)
+            if acts:
+                last_act, since = self.first + index, []
+            else:
+                since.append(self.first + index)
+        return order
+
     def plan(self, items: Sequence[Item]) -> list[PlannedStep]:
         """The stored plan `items` describe (check `problems` first): ids as in the module
         docstring, dependencies and references as ids."""
         matches = self._matches(items)
+        in_order = self._world_order(items)
         ids = [
             match["id"] if match is not None else self.ids_from + index
             for index, match in enumerate(matches)
@@ -223,13 +301,16 @@ class Numbering:
         for index, (item, match) in enumerate(zip(items, matches, strict=True)):
             named, referred = self._waits_for(index, item)
             carried = [d for d in match["depends_on"] if d in self.done] if match else []
-            waits = [*carried, *(to_id.get(n, n) for n in [*named, *sorted(referred)])]
+            listed = [*named, *sorted(referred), *in_order[index]]
+            waits = [*carried, *(to_id.get(n, n) for n in listed)]
             step: PlannedStep = {
                 "id": ids[index],
-                "step": item.text,
+                "step": self._text(item),
                 "depends_on": sorted(set(waits)),
             }
-            if item.tool is not None:
+            if self.deferred(item):
+                step["deferred"] = str(item.tool)
+            elif item.tool is not None:
                 step["tool"] = item.tool
                 step["args"] = renumber(item.args or {}, to_id)
                 step["step"] = format_call(item.tool, step["args"])

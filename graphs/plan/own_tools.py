@@ -82,7 +82,8 @@ class OwnTools:
         more servers than `const`), its arguments inlined with `additionalProperties: false`,
         a reference (`"$N"`, `"$N.field"`, `replan.graphs.plan.references`) allowed wherever an
         argument is a number, a list or an object, so that a server enforcing the schema accepts
-        it there too (not for a yes/no: small models put "$1" there for no reason)."""
+        it there too (not for a yes/no: small models put "$1" there for no reason); `args` may
+        be left out (a deferred step, `replan.graphs.plan.numbering`)."""
         return [self._item_schema(name) for name in self.by_name]
 
     def _item_schema(self, name: str) -> dict[str, Any]:
@@ -102,9 +103,13 @@ class OwnTools:
                 "args": args,
                 "depends_on": {"type": "array", "items": {"type": "integer"}},
             },
-            "required": ["tool", "args"],
+            "required": ["tool"],
             "additionalProperties": False,
         }
+
+    def needs_args(self, tool: str) -> bool:
+        """Whether a call of `tool` needs arguments (its schema requires some)."""
+        return tool in self.by_name and bool(self.parameters[tool].get("required"))
 
     def call_in_text(self, text: str) -> tuple[str, dict[str, Any]] | None:
         """The tool step a text step spells as a call of one of these tools, or None.

@@ -108,7 +108,18 @@ def fresh_calls(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
 
 
 def runnable_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:
-    """The steps of `plan` whose dependencies are all done (none of them is still planned)."""
+    """The steps of `plan` whose dependencies are all done (none of them is still planned), but
+    deferred steps, which never run as they are (`due_steps`)."""
+    return [step for step in _unblocked(plan) if "deferred" not in step]
+
+
+def due_steps(plan: Sequence[PlannedStep]) -> list[PlannedStep]:
+    """The deferred steps of `plan` whose dependencies are all done: the replanner writes them
+    now (`replan.graphs.plan.numbering`)."""
+    return [step for step in _unblocked(plan) if "deferred" in step]
+
+
+def _unblocked(plan: Sequence[PlannedStep]) -> list[PlannedStep]:
     waiting = {step["id"] for step in plan}
     return [step for step in plan if waiting.isdisjoint(step["depends_on"])]
 

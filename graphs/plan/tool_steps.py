@@ -5,8 +5,9 @@ A plan may hold `{"tool": NAME, "args": {...}, "depends_on": [numbers]}` next to
 `executor` branch, so checkpointing and resume are unchanged): the tool is called once with its
 arguments and the step's result is the tool's output as a tool message carries it; the step is
 `failed` when the tool raised or answered with an error status. A tool step waits for the steps
-its `depends_on` names and the steps it refers to, nothing else: tool steps with nothing to
-wait for run at once, side by side.
+its `depends_on` names, the steps it refers to and, where something acts, the steps before it
+in plan order (`replan.graphs.plan.numbering`): look-ups with nothing to wait for run at once,
+side by side.
 
 References. In `args`, `"$N"` names the result of step N (the numbers of
 `replan.graphs.plan.numbering`), `"$N.field"`, `"$N.items[0]"` a part of it (the grammar and its

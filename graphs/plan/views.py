@@ -26,7 +26,8 @@ def plan_items(plan: Sequence[PlannedStep], first: int = 1) -> list[PlanItem]:
     (1 for a first plan; a follow-up turn's plan may also name the steps of the turn before,
     which keep their numbers): a string for a step that waits only for the one before it, else
     `{"step", "depends_on": [numbers]}` (with `tools` when the step names them); a tool step as
-    `{"tool", "args", "depends_on"}`, its references `$N` numbered the same way."""
+    `{"tool", "args", "depends_on"}`, its references `$N` numbered the same way (a deferred
+    step without `args`)."""
     where = {step["id"]: number for number, step in enumerate(plan, first)}
     items: list[PlanItem] = []
     for number, step in enumerate(plan, first):
@@ -39,6 +40,8 @@ def plan_items(plan: Sequence[PlannedStep], first: int = 1) -> list[PlanItem]:
             if extra := [n for n in depends_on if n not in referred]:
                 item["depends_on"] = extra
             items.append(item)
+        elif "deferred" in step:  # its args left out: written once its dependencies are done
+            items.append({"tool": step["deferred"], "depends_on": depends_on})
         elif "tools" in step:  # a sealed run's text step, with the tools it may act with
             items.append({"step": step["step"], "depends_on": depends_on, "tools": step["tools"]})
         elif depends_on == ([number - 1] if number > first else []):

@@ -15,13 +15,13 @@ PLANNER_COMPUTING = """
 Work out figures in steps that use {tools}."""
 """What `PLANNER` says in `{computing}` when the run has a computing tool (else nothing)."""
 
-PLANNER_TOOL_STEPS = """Plan the objective above: call `plan` once with its steps, numbered in \
-order from 1 unless told otherwise above. A tool step {{"tool": NAME, "args": {{...}}}} calls a \
-tool; in args "$N" is step N's result, "$N.name" or "$N[0]" a part of it, e.g. {example}. Look \
-up ids and names in earlier steps: never guess. Any other step is a text for an agent that \
-sees only it, the objective and the results it depends on ({{"step": "...", "depends_on": \
-[N]}}); a plain string waits for the step before it. Add no step just to give the answer: it is \
-written from the results.{computing}"""
+PLANNER_TOOL_STEPS = """Call `plan` once with the steps of the objective above, numbered from \
+1 unless told otherwise. A tool step {{"tool": NAME, "args": {{...}}}} calls a tool; in args "$N" \
+is step N's result, "$N.name" or "$N[0]" a part of it, e.g. {example}. Look up ids and names, \
+never guess; a call needing what step N gives is {{"tool": NAME, "depends_on": [N]}}, its args \
+written once N is done. Other steps are texts for an agent seeing only them, the objective and \
+the results they depend on ({{"step": "...", "depends_on": [N]}}; a plain string: the step \
+before). Add no step to give the answer.{computing}"""
 """What the planner is asked when the run offers tool steps (`PLANNER` otherwise)."""
 
 PLANNER_SEALED = """ This run is sealed: give each text step that changes anything the "tools" it \

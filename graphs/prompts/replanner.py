@@ -31,8 +31,9 @@ REPLANNER_TASK = """# Objective
 
 REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When the results meet \
 it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \
-given below: tool steps (with values from the results, or "$N", "$N.name") and text steps. A \
-failed step fails again unless changed.{computing}"""
+given below: tool steps (with values from the results, or "$N", "$N.name") and text steps; a \
+planned NAME(…) whose steps are done becomes the tool steps it stands for. A failed step fails \
+again unless changed.{computing}"""
 """What the replanner is asked when the run offers tool steps (`REPLANNER` otherwise)."""
 
 REPLANNER_COMPUTING = """ Work out no figure yourself: plan a tool step of {tools} on the results \

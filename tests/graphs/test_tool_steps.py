@@ -326,7 +326,7 @@ def test_a_computing_tool_takes_the_number_each_reference_holds() -> None:
             [{"tool": "price", "args": {"item": 3}}],
             "the arguments of `price` do not fit its schema",
         ),
-        ([{"tool": "price", "args": {}}], "`price` needs the argument 'item'"),
+        ([{"tool": "price", "args": {}}], 'leaves out the "args" of `price` but waits for no'),
         ([{"tool": "price", "args": {"item": "A", "size": 2}}], "`price` has no argument 'size'"),
         ([{"tool": "double", "args": {"value": "$1"}}], "step 1 refers to itself"),
         (
@@ -457,7 +457,8 @@ def test_numbers_are_kept_across_a_replan(mode: Mode) -> None:
             respond("ok"),
         ],
     )
-    graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
+    read_only = kit.tools[:2]  # no tool acts: step 5 runs beside step 3, not after it
+    graph = build_plan_execute_graph(model, read_only, checkpointer=InMemorySaver())
     result = run(graph, "Price and double", mode, config=CONFIG)
 
     first_replan, second_replan, _ = (r.prompt for r in model.requests_of("replanner"))

@@ -1,0 +1,183 @@
+"""Plans that act in the world as written: steps that may act run in plan order, look-ups between
+them side by side; a deferred step (a tool step without its args) is written by the replanner
+once the steps it waits for are done, and declares its tool up front."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from replan.graphs.context import Context
+from replan.graphs.plan.decisions import PlanArgs, accept_plan
+from replan.graphs.plan.numbering import Numbering
+from replan.graphs.plan.own_tools import OwnTools
+from replan.graphs.plan.views import plan_items
+from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.graphs.seal import declared
+from replan.tools.effects import declare_effects
+from tests.support.fake_models import FakeChatModel, Mode, both_modes, call, run
+
+CONFIG: RunnableConfig = {"configurable": {"thread_id": "deferred"}}
+WHEN_NEEDED = Context(replan="when_needed")
+
+
+class Folder:
+    """A folder whose tools record every call: `enter` and `remove` may act (undeclared),
+    `listing` and `look` are read-only; `together` makes `look` calls meet (side by side)."""
+
+    def __init__(self, together: int = 0) -> None:
+        self.calls: list[str] = []
+        self.together = threading.Barrier(together, timeout=10) if together else None
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        folder = self
+
+        @tool
+        def enter(folder_name: str) -> str:
+            """Go into a folder."""
+            folder.calls.append(f"enter {folder_name}")
+            return "ok"
+
+        @tool
+        def listing() -> str:
+            """The files here."""
+            folder.calls.append("listing")
+            return "notes.txt plan.md"
+
+        @tool
+        def look(what: str) -> str:
+            """Look something up."""
+            folder.calls.append(f"look {what}")
+            if folder.together is not None:
+                folder.together.wait()
+            return what.upper()
+
+        @tool
+        def remove(name: str) -> str:
+            """Remove a file."""
+            folder.calls.append(f"remove {name}")
+            return f"removed {name}"
+
+        read_only = [declare_effects(t, read_only=True) for t in (listing, look)]
+        return [enter, *read_only, remove]
+
+
+def plan_call(*steps: Any) -> AIMessage:
+    return call("plan", steps=list(steps))
+
+
+def states(graph: Any) -> list[dict[str, Any]]:
+    """The state at each checkpoint of the test's thread, oldest first."""
+    return [snapshot.values for snapshot in reversed(list(graph.get_state_history(CONFIG)))]
+
+
+# --- what acts happens in plan order ----------------------------------------------------------
+
+
+@both_modes
+def test_steps_that_act_run_in_plan_order_and_look_ups_between_them_side_by_side(
+    mode: Mode,
+) -> None:
+    """Tool steps without `depends_on`: the look-ups wait for `enter`, `remove` waits for them;
+    the look-ups meet at a barrier, so they ran side by side."""
+    folder = Folder(together=2)
+    steps = [
+        {"tool": "enter", "args": {"folder_name": "drafts"}},
+        {"tool": "look", "args": {"what": "a"}},
+        {"tool": "look", "args": {"what": "b"}},
+        {"tool": "remove", "args": {"name": "$2"}},
+    ]
+    model = FakeChatModel(planner=[plan_call(*steps)], replanner=[call("respond", response="ok")])
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Clear the drafts", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert result["response"] == "ok"
+    assert folder.calls[0] == "enter drafts" and folder.calls[-1] == "remove A"
+    assert sorted(folder.calls[1:3]) == ["look a", "look b"]
+    first_plan = next(values["plan"] for values in states(graph) if values.get("plan"))
+    assert [step["depends_on"] for step in first_plan] == [[], [1], [1], [1, 2, 3]]
+
+
+def test_without_a_tool_that_acts_tool_steps_wait_only_for_what_they_name() -> None:
+    tools = OwnTools(Folder().tools[1:3])  # listing, look: read-only
+    steps = [{"step": "Note the date"}, {"tool": "look", "args": {"what": "a"}}, "Sum up"]
+    plan = accept_plan(PlanArgs(steps=steps), Numbering.first_plan(tools))
+    assert [step["depends_on"] for step in plan] == [[], [], [2]]
+
+
+# --- deferred steps -----------------------------------------------------------------------------
+
+
+@both_modes
+def test_a_deferred_step_is_written_by_the_replanner_once_its_look_up_is_done(
+    mode: Mode,
+) -> None:
+    """`remove` without args waits for the listing; even with `replan="when_needed"` the
+    replanner is asked then, sees it as `remove(…)`, and writes the calls from the result;
+    the step after it runs after them."""
+    folder = Folder()
+    first = [
+        {"tool": "listing"},
+        {"tool": "remove", "depends_on": [1]},
+        {"tool": "enter", "args": {"folder_name": ".."}},
+    ]
+    written = [
+        {"tool": "remove", "args": {"name": "notes.txt"}},
+        {"tool": "remove", "args": {"name": "plan.md"}},
+        {"tool": "enter", "args": {"folder_name": ".."}},  # re-listed: keeps number 3
+    ]
+    model = FakeChatModel(
+        planner=[plan_call(*first)],
+        replanner=[plan_call(*written), call("respond", response="Removed both.")],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Remove the files here", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert result["response"] == "Removed both."
+    assert folder.calls == ["listing", "remove notes.txt", "remove plan.md", "enter .."]
+    first_plan = next(values["plan"] for values in states(graph) if values.get("plan"))
+    deferred = first_plan[1]
+    assert deferred == {"id": 2, "step": "remove(…)", "depends_on": [1], "deferred": "remove"}
+    assert first_plan[2]["depends_on"] == [2]  # `enter` acts: after the deferred step
+    (asked, _) = (request.prompt for request in model.requests_of("replanner"))
+    assert "2. remove(…)" in asked and "notes.txt plan.md" in asked
+    assert [done["id"] for done in result["executed_steps"]] == [1, 4, 5, 3]
+
+
+def test_a_deferred_step_needs_something_to_wait_for_and_is_written_once_that_is_done() -> None:
+    tools = OwnTools(Folder().tools)
+    with pytest.raises(ValueError, match='leaves out the "args" of `remove` but waits for no'):
+        PlanArgs.model_validate(
+            {"steps": [{"tool": "remove", "depends_on": []}]},
+            context=Numbering.first_plan(tools),
+        )
+    done = [{"id": 1, "step": "listing()", "result": "notes.txt", "tool": "listing", "args": {}}]
+    left = [{"id": 2, "step": "remove(…)", "depends_on": [1], "deferred": "remove"}]
+    with pytest.raises(ValueError, match="step 3: the steps it waits for are done: write its"):
+        PlanArgs.model_validate(
+            {"steps": [{"tool": "remove", "depends_on": [1]}]},
+            context=Numbering.replan(left, done, tools),  # type: ignore[arg-type]
+        )
+
+
+def test_a_tool_that_needs_no_arguments_is_called_without_them_not_deferred() -> None:
+    tools = OwnTools(Folder().tools)
+    plan = accept_plan(PlanArgs(steps=[{"tool": "listing"}]), Numbering.first_plan(tools))
+    assert plan == [{"id": 1, "step": "listing()", "depends_on": [], "tool": "listing", "args": {}}]
+
+
+def test_a_deferred_step_is_declared_shown_for_review_and_read_back_the_same() -> None:
+    tools = OwnTools(Folder().tools)
+    steps = [{"tool": "listing"}, {"tool": "remove", "depends_on": [1]}]
+    plan = accept_plan(PlanArgs(steps=steps), Numbering.first_plan(tools))
+    assert declared(plan)["declared_tools"] == ["listing", "remove"]
+    items = plan_items(plan)
+    assert items[1] == {"tool": "remove", "depends_on": [1]}
+    assert accept_plan(PlanArgs(steps=items), Numbering.first_plan(tools)) == plan
