@@ -49,7 +49,7 @@ from replan.graphs.plan.decisions import PlanArgs, accept_plan
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.references import references
-from replan.graphs.plan.scheduling import ready_steps, turn_todos, wave
+from replan.graphs.plan.scheduling import running_todos, wave
 from replan.graphs.plan.views import format_plan, plan_items
 from replan.graphs.plan_stream import paused, plan_view, publish
 from replan.graphs.prompts import Prompts
@@ -308,7 +308,7 @@ class PlanReviewNode:
         if review.steps is not None:
             plan = accept_plan(review.steps, numbering)
         elif plan is state["plan"]:  # approved as it was first shown
-            todos = turn_todos(state, ready_steps(state, context))
+            todos = running_todos(state, context)
             return Command(goto=wave(state, context), update={"todos": todos})
         update: dict[str, Any] = {"plan": plan}
         changed: PlanExecuteState = {**state, "plan": plan}
@@ -317,5 +317,5 @@ class PlanReviewNode:
             update.update(made)
             changed = {**changed, **made}
         publish("plan", REVIEW, steps=plan_view(plan), revised=True, added=[], dropped=[])
-        update["todos"] = turn_todos(changed, ready_steps(changed, context))
+        update["todos"] = running_todos(changed, context)
         return Command(goto=wave(changed, context), update=update)

@@ -12,7 +12,13 @@ from replan.graphs.context import ToolErrorsChoice
 from replan.graphs.graph_state import ExecutedStep, StepRun, StepStatus
 from replan.graphs.plan.own_tools import OwnTools
 from replan.graphs.plan.references import UnresolvedPath, references
-from replan.graphs.plan.tool_steps import WholeResult, format_call, same_call, substitute
+from replan.graphs.plan.tool_steps import (
+    WholeResult,
+    format_call,
+    same_call,
+    says_error,
+    substitute,
+)
 from replan.graphs.prompts import Prompts
 from replan.graphs.seal import SEAL_KEY
 from replan.graphs.tool_errors import reports, tool_error_text
@@ -27,7 +33,8 @@ def run_tool_step(
     whose references are not done, whose tool the run does not have, whose reference puts a
     JSON object or list into a string argument, or whose reference's path names nothing, fails
     without a call;
-    so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`)."""
+    so does one whose tool raised, unless `tool_errors` says "raise" (`Context.tool_errors`);
+    one whose tool answered with an error (status, or `says_error`) fails with that answer."""
     step = run["step"]
     tool, args = step.get("tool", ""), step.get("args") or {}
     results = {done["id"]: done for done in run["dependencies"] if "id" in done}
@@ -85,4 +92,5 @@ def run_tool_step(
     message = messages[-1] if messages else None
     if not isinstance(message, ToolMessage):
         return made(str(answer), "done")
-    return made(message.text, "failed" if message.status == "error" else "done")
+    failed = message.status == "error" or says_error(message.text)
+    return made(message.text, "failed" if failed else "done")

@@ -27,11 +27,13 @@ from replan.graphs.plan.references import REFERENCE
 
 _PLACEHOLDER = re.compile(
     r"^(?:your[\s_-]?\w+|<[^<>]+>|\{\{?[^{}]+\}?\}|\[[a-z _-]+\]|\.\.\.|x{3,}|"
-    r"(?:placeholder|example|sample|dummy|changeme|todo|tbd|string|value|insert[\s_-]?\w+)"
+    r"(?:placeholder|example|sample|dummy|changeme|todo|tbd|string|value|insert[\s_-]?\w+|"
+    r"none|null|nil|undefined|n/a)"
     r"(?:[\s_-]\w+)?)$",
     re.IGNORECASE,
 )
-"""A template's value: `your_token`, `<name>`, `{{id}}`, `[username]`, `...`, `xxx`, `example`."""
+"""A template's value: `your_token`, `<name>`, `{{id}}`, `[username]`, `...`, `xxx`, `example`,
+or a value standing for none (`None`, `null`), written where a name goes."""
 _EXAMPLE_DOMAIN = re.compile(r"@example\.(?:com|org|net)$|^https?://(?:www\.)?example\.", re.I)
 _SPACE = re.compile(r"\s")
 _WORKED_OUT = re.compile(r"^[-+]?\d+(?:[.,]\d+)?%?$|^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?$")

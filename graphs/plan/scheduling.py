@@ -53,11 +53,11 @@ def wave(state: PlanExecuteState, context: Context) -> list[Send]:
     making the same call as another of the wave waits for the next one."""
     executed = state.get("executed_steps", [])
     known = [*state.get("carried_steps", []), *executed]
-    results = {done["id"]: done for done in known if "id" in done}
+    results = _by_id(known)
     objective = turn_objective(state)
     tasks = state.get("tasks_context") or TaskContext()
     calls = fresh_calls(executed)
-    ready = ready_steps(state, context)
+    ready = _ready(state, context, results)
     said = user_texts(state.get("messages") or [])
     texts = [*said, *(done["result"] for done in known)]
     words = known_words(texts) if any("tool" not in step for step in ready) else ""
@@ -90,9 +90,23 @@ def ready_steps(state: PlanExecuteState, context: Context) -> list[PlannedStep]:
     """The steps the next wave starts (`wave`): those whose dependencies are done, in plan
     order, at most `context.max_concurrency`, one of each same call."""
     known = [*state.get("carried_steps", []), *state.get("executed_steps", [])]
-    results = {done["id"]: done for done in known if "id" in done}
+    return _ready(state, context, _by_id(known))
+
+
+def _by_id(known: Sequence[ExecutedStep]) -> dict[int, ExecutedStep]:
+    return {done["id"]: done for done in known if "id" in done}
+
+
+def _ready(
+    state: PlanExecuteState, context: Context, results: dict[int, ExecutedStep]
+) -> list[PlannedStep]:
     ready = _first_of_each_call(runnable_steps(steps_left(state)), results)
     return ready[: context.max_concurrency]
+
+
+def running_todos(state: PlanExecuteState, context: Context) -> list[Todo]:
+    """The turn's to-do list as its next wave starts (`turn_todos` with `ready_steps`)."""
+    return turn_todos(state, ready_steps(state, context))
 
 
 def fresh_calls(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
@@ -164,8 +178,9 @@ def with_todos(
     if "plan" not in update:
         return update
     after = cast(PlanExecuteState, {**state, **update})
-    running = [] if reviewed or after.get("response") else ready_steps(after, context)
-    return {**update, "todos": turn_todos(after, running)}
+    if reviewed or after.get("response"):
+        return {**update, "todos": turn_todos(after, [])}
+    return {**update, "todos": running_todos(after, context)}
 
 
 def first_todos(state: Mapping[str, Any], update: Any, context: Context) -> Any:

@@ -4,7 +4,9 @@ A plan may hold `{"tool": NAME, "args": {...}, "depends_on": [numbers]}` next to
 (LLMCompiler- and ReWOO-style plans). Such a step runs in its wave like any other (the same
 `executor` branch, so checkpointing and resume are unchanged): the tool is called once with its
 arguments and the step's result is the tool's output as a tool message carries it; the step is
-`failed` when the tool raised or answered with an error status. A tool step waits for the steps
+`failed` when the tool raised, answered with an error status, or answered with a JSON object
+whose `error` field holds something (`says_error`), so that the replanner sees it before the
+plan goes on. A tool step waits for the steps
 its `depends_on` names, the steps it refers to and, where something acts, the steps before it
 in plan order (`replan.graphs.plan.numbering`): look-ups with nothing to wait for run at once,
 side by side.
@@ -218,6 +220,13 @@ def money_as_numbers(value: Any, nameable: set[int]) -> Any:
     if isinstance(value, list | tuple):
         return [money_as_numbers(item, nameable) for item in value]
     return value
+
+
+def says_error(result: str) -> bool:
+    """Whether a tool's `result` says the call failed, as many APIs answer: a JSON object whose
+    `error` field holds something (`{"error": "no such file"}`)."""
+    value = parsed(result)
+    return isinstance(value, dict) and bool(value.get("error"))
 
 
 def format_call(tool: str, args: Mapping[str, Any]) -> str:

@@ -1,9 +1,11 @@
 """Plans that act in the world as written: steps that may act run in plan order, look-ups between
-them side by side; a deferred step (a tool step without its args) is written by the replanner
-once the steps it waits for are done, and declares its tool up front."""
+them side by side; a tool's answer that says it failed fails its step, so the replanner sees it
+before the plan goes on; a deferred step (a tool step without its args) is written by the
+replanner once the steps it waits for are done, and declares its tool up front."""
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -63,6 +65,8 @@ class Folder:
         def remove(name: str) -> str:
             """Remove a file."""
             folder.calls.append(f"remove {name}")
+            if "*" in name:
+                return json.dumps({"error": f"rm: cannot remove '{name}': No such file"})
             return f"removed {name}"
 
         read_only = [declare_effects(t, read_only=True) for t in (listing, look)]
@@ -110,6 +114,34 @@ def test_without_a_tool_that_acts_tool_steps_wait_only_for_what_they_name() -> N
     steps = [{"step": "Note the date"}, {"tool": "look", "args": {"what": "a"}}, "Sum up"]
     plan = accept_plan(PlanArgs(steps=steps), Numbering.first_plan(tools))
     assert [step["depends_on"] for step in plan] == [[], [], [2]]
+
+
+@both_modes
+def test_a_tool_answering_with_an_error_object_fails_its_step_and_the_replanner_is_asked(
+    mode: Mode,
+) -> None:
+    """`{"error": ...}` from `remove`: the step fails, so the replanner is asked before the
+    next tool step runs, even with `replan="when_needed"`, and plans another way."""
+    folder = Folder()
+    first = [
+        {"tool": "remove", "args": {"name": "drafts/*"}},
+        {"tool": "enter", "args": {"folder_name": ".."}},
+    ]
+    model = FakeChatModel(
+        planner=[plan_call(*first)],
+        replanner=[
+            plan_call({"tool": "listing"}),
+            call("respond", response="Nothing removed: no file matched."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Remove drafts/*", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert folder.calls == ["remove drafts/*", "listing"]  # `enter ..` never ran
+    failed = result["executed_steps"][0]
+    assert failed["status"] == "failed" and "cannot remove" in failed["result"]
+    (asked, _) = (request.prompt for request in model.requests_of("replanner"))
+    assert "cannot remove" in asked
 
 
 # --- deferred steps -----------------------------------------------------------------------------

@@ -56,6 +56,7 @@ SOURCES = Provenance(
             {"user": "bob@example.com"},
             '`user` is "bob@example.com", a template\'s value, not the real one',
         ),
+        ({"folder": "None"}, '`folder` is "None", a template\'s value, not the real one'),
         (
             {"folder": "No such file or directory"},
             '`folder` is given the text of step 2\'s result ("No such file or directory"), not '
