@@ -8,7 +8,7 @@ import ast
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -181,15 +181,48 @@ class OwnTools:
         if missing:
             return [f"`{tool}` needs the argument {', '.join(map(repr, missing))}"]
         schema = _checkable(self.by_name[tool].tool_call_schema)
-        if schema is None:
-            return []
+        held = _placeheld(args, properties)
+        if schema is None:  # a JSON schema (an MCP tool's, say): the types it names
+            wrong = [
+                p for key, value in held.items() for p in _misfits(key, value, properties[key])
+            ]
+            found = "; ".join(wrong)
+            return [f"the arguments of `{tool}` do not fit its schema ({found})"] if wrong else []
         try:
-            schema.model_validate(_placeheld(args, properties))
+            schema.model_validate(held)
         except ValidationError as error:
             return [
                 f"the arguments of `{tool}` do not fit its schema ({validation_problems(error)})"
             ]
         return []
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _misfits(name: str, value: Any, schema: Mapping[str, Any]) -> list[str]:
+    """Where `value` does not fit the JSON `schema` of argument `name`: its type (a list's
+    items' too) and allowed values; a string with a reference in it is taken as it is."""
+    kinds = _types(schema) & set(_JSON_TYPES)
+    if isinstance(value, str) and REFERENCE.search(value):
+        return []
+    if kinds and not any(_JSON_TYPES[kind](value) for kind in kinds):
+        return [f"{name}: {json.dumps(value)} is not of type {' or '.join(sorted(kinds))}"]
+    if schema.get("enum") and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(item) for item in schema["enum"])
+        return [f"{name}: {json.dumps(value)} is not one of {allowed}"]
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        return [p for i, item in enumerate(value) for p in _misfits(f"{name}[{i}]", item, items)]
+    return []
 
 
 def _argument(node: ast.expr, source: str) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, ToolException, tool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode, ReplanMode
@@ -435,6 +435,45 @@ def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: 
         'flaky(city="Quito") → Error: busy, try again [failed]'
         in model.requests_of("replanner")[0].prompt
     )
+
+
+DOORS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "unlock": {"type": "boolean"},
+        "door": {"type": "array", "items": {"type": "string", "enum": ["driver", "passenger"]}},
+        "times": {"type": "integer"},
+    },
+    "required": ["unlock", "door"],
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ({"unlock": True, "door": "all"}, 'door: "all" is not of type array'),
+        ({"unlock": True, "door": ["driver", "boot"]}, 'door[1]: "boot" is not one of "driver"'),
+        ({"unlock": "yes", "door": ["driver"]}, 'unlock: "yes" is not of type boolean'),
+        ({"unlock": True, "door": ["driver"], "times": 1.5}, "times: 1.5 is not of type integer"),
+        ({"unlock": True, "door": "$1.doors", "times": "$2"}, None),  # references: fit later
+        ({"unlock": False, "door": ["passenger"], "times": 2}, None),
+    ],
+)
+def test_a_tool_with_a_json_schema_gets_its_arguments_checked_too(
+    args: dict[str, Any], problem: str | None
+) -> None:
+    """Tools described by a JSON schema (MCP tools, say) have no pydantic model to validate
+    with: the types and allowed values the schema names are checked instead."""
+    doors = StructuredTool.from_function(
+        lambda **_: "ok", name="doors", description="Lock doors.", args_schema=DOORS_SCHEMA
+    )
+    found = OwnTools([doors]).problems("doors", args)
+    if problem is None:
+        assert found == []
+    else:
+        (said_problem,) = found
+        assert said_problem.startswith("the arguments of `doors` do not fit its schema")
+        assert problem in said_problem
 
 
 # --- numbers that do not move ---------------------------------------------------------------
