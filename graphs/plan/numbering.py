@@ -29,7 +29,9 @@ does (for its `depends_on`, else the item before it) and never runs as it is: on
 waits for are done, the replanner is asked (`replan.graphs.nodes.replanner`) and writes it as
 tool steps with values from their results. It is stored with `deferred` (its tool) instead of
 `tool` and `args`, so the first plan declares what the turn will call. A deferred step with
-nothing to wait for, or re-listed once all it waits for is done, is a mistake.
+nothing to wait for is a mistake; so is one whose dependencies are all done (a follow-up turn's
+plan naming the turn before's steps, a replan re-listing it) when no other step of the list can
+start: else the replanner writes it after that first wave.
 """
 
 from __future__ import annotations
@@ -200,7 +202,7 @@ class Numbering:
                     "write the work itself"
                 )
             if self.deferred(item):
-                found += self._deferred_problems(index, item)
+                found += self._deferred_problems(index, item, items)
             elif item.tool is not None and self.tools is not None:
                 problems = self.tools.problems(item.tool, item.args or {})
                 found += [f"step {number}: {p}" for p in problems]
@@ -226,21 +228,33 @@ class Numbering:
                         found.append(f"{what}, but {self._no_such_step(last)}{hint}")
         return list(dict.fromkeys(found))
 
-    def _deferred_problems(self, index: int, item: Item) -> list[str]:
+    def _deferred_problems(self, index: int, item: Item, items: Sequence[Item]) -> list[str]:
         """What is wrong with deferred item `index`: nothing to wait for, or all it waits for
-        done already (its values can be written now)."""
+        done already while no other step of `items` can start (so nothing runs before the
+        replanner could write it; with such a step, it writes it after that wave)."""
         number, (named, _) = self.first + index, self._waits_for(index, item)
         if not named:
             return [
                 f'step {number} leaves out the "args" of `{item.tool}` but waits for no step: '
                 "give its args, or name in depends_on the steps whose results hold them"
             ]
-        if all(other in self.done for other in named):
+        if all(other in self.done for other in named) and not self._starts_any(items):
             return [
                 f'step {number}: the steps it waits for are done: write its "args" now, with '
                 "values from their results"
             ]
         return []
+
+    def _starts_any(self, items: Sequence[Item]) -> bool:
+        """Whether some step of `items`, not deferred, waits only for done steps (a wave can
+        start)."""
+        in_order = self._world_order(items)
+        for index, item in enumerate(items):
+            named, referred = self._waits_for(index, item)
+            waits = {*named, *referred, *in_order[index]}
+            if not self.deferred(item) and waits <= self.done:
+                return True
+        return False
 
     def _unsourced(self, item: Item) -> list[str]:
         """What a valid tool step's values come from nowhere (`sources`), in words."""

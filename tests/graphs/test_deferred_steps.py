@@ -192,11 +192,15 @@ def test_a_deferred_step_needs_something_to_wait_for_and_is_written_once_that_is
         )
     done = [{"id": 1, "step": "listing()", "result": "notes.txt", "tool": "listing", "args": {}}]
     left = [{"id": 2, "step": "remove(…)", "depends_on": [1], "deferred": "remove"}]
+    numbering = Numbering.replan(left, done, tools)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="step 3: the steps it waits for are done: write its"):
         PlanArgs.model_validate(
-            {"steps": [{"tool": "remove", "depends_on": [1]}]},
-            context=Numbering.replan(left, done, tools),  # type: ignore[arg-type]
+            {"steps": [{"tool": "remove", "depends_on": [1]}]}, context=numbering
         )
+    # with a step that can start first (number 3), it is kept (number 2) and written after it
+    steps = [{"tool": "look", "args": {"what": "notes"}}, {"tool": "remove", "depends_on": [1]}]
+    plan = accept_plan(PlanArgs.model_validate({"steps": steps}, context=numbering), numbering)
+    assert plan[1] == {"id": 2, "step": "remove(…)", "depends_on": [1, 3], "deferred": "remove"}
 
 
 def test_a_tool_that_needs_no_arguments_is_called_without_them_not_deferred() -> None:
@@ -213,3 +217,30 @@ def test_a_deferred_step_is_declared_shown_for_review_and_read_back_the_same() -
     items = plan_items(plan)
     assert items[1] == {"tool": "remove", "depends_on": [1]}
     assert accept_plan(PlanArgs(steps=items), Numbering.first_plan(tools)) == plan
+
+
+def test_a_follow_up_plan_may_defer_a_call_on_the_turn_befores_results() -> None:
+    """Turn 2's plan names turn 1's listing (done) in a deferred step beside a look-up: the
+    look-up runs first, then the replanner writes the call from the listing."""
+    folder = Folder()
+    model = FakeChatModel(
+        planner=[
+            plan_call({"tool": "listing"}),
+            plan_call(
+                {"tool": "look", "args": {"what": "notes"}}, {"tool": "remove", "depends_on": [1]}
+            ),
+        ],
+        replanner=[
+            call("respond", response="Two files."),
+            plan_call({"tool": "remove", "args": {"name": "notes.txt"}}),
+            call("respond", response="Removed notes.txt."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    run(graph, "What is here?", config=CONFIG)
+    result = run(graph, "Remove the notes", config=CONFIG)
+
+    assert result["response"] == "Removed notes.txt."
+    assert folder.calls == ["listing", "look notes", "remove notes.txt"]
+    asked = model.requests_of("replanner")[1].prompt
+    assert "3. remove(…)" in asked and "NOTES" in asked
