@@ -11,6 +11,8 @@ planner lists the same tools the executor gets. Tools marked as computing
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -121,19 +123,58 @@ class ToolOffers(Mapping[TaskToolsChoice, ToolOffer]):
 def tool_lines(
     specs: Sequence[Mapping[str, Any]], returns: Mapping[str, Mapping[str, Any]] | None = None
 ) -> str:
-    """One short line per tool (OpenAI function specs): `- name(arg, ...): first sentence`,
-    then `→ {field, ...}` for a tool whose schema of what it returns `returns` holds."""
+    """One short line per tool (OpenAI function specs): `- name(arg, ...): summary`, then
+    `→ {field, ...}` for a tool whose schema of what it returns `returns` holds, then one
+    indented line per argument its schema documents (`argument_lines`).
+
+    The summary is the first sentence of the tool's description that no other tool's holds:
+    a suite's tools often open with the same sentence about the suite, which says nothing
+    about any one of them."""
+    sentences = {spec["function"]["name"]: _sentences(spec["function"]) for spec in specs}
+    shared = Counter(s for said in sentences.values() for s in set(said))
     lines = []
     for spec in specs:
         function = spec["function"]
-        arguments = ", ".join((function.get("parameters") or {}).get("properties") or {})
-        description = " ".join((function.get("description") or "").split())
-        summary = description.split(". ")[0].rstrip(".")
-        line = f"- {function['name']}({arguments}): {summary}"
+        parameters = function.get("parameters") or {}
+        said = sentences[function["name"]]
+        own = [s for s in said if shared[s] < 2] or said
+        summary = own[0].rstrip(".") if own else ""
+        line = f"- {function['name']}({', '.join(parameters.get('properties') or {})}): {summary}"
         if shape := shape_of((returns or {}).get(function["name"]) or {}):
             line += f" → {shape}"
         lines.append(line)
+        lines.extend(argument_lines(parameters))
     return "\n".join(lines)
+
+
+ARGUMENT_NOTE_CHARS = 240
+"""How much of an argument's description the tool list shows."""
+
+
+def argument_lines(parameters: Mapping[str, Any]) -> list[str]:
+    """`  name (type): description` for each argument whose schema says more than its name:
+    a description or allowed values (`enum`); text arguments' type goes unsaid."""
+    lines = []
+    for name, schema in (parameters.get("properties") or {}).items():
+        note = " ".join(str(schema.get("description") or "").split())
+        if allowed := schema.get("enum") or (schema.get("items") or {}).get("enum"):
+            note = f"{note} One of: {', '.join(map(str, allowed))}.".strip()
+        if not note:
+            continue
+        if len(note) > ARGUMENT_NOTE_CHARS:
+            note = note[: ARGUMENT_NOTE_CHARS - 1].rstrip() + "…"
+        kind = schema.get("type")
+        typed = f" ({kind})" if isinstance(kind, str) and kind != "string" else ""
+        lines.append(f"    {name}{typed}: {note}")
+    return lines
+
+
+def _sentences(function: Mapping[str, Any]) -> list[str]:
+    text = " ".join(str(function.get("description") or "").split())
+    return [s for s in _SENTENCE_END.split(text) if s]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def tool_offers(

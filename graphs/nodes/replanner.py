@@ -3,9 +3,12 @@ that cannot finish (its round limit, no progress, no usable decision) with a rep
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, cast
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from replan.graphs.calls import Steps
 from replan.graphs.context import Context
@@ -13,12 +16,13 @@ from replan.graphs.conversation import user_texts
 from replan.graphs.errors import PlanExecuteError
 from replan.graphs.graph_state import REPLANNER, PlanExecuteState
 from replan.graphs.model.client import resolve_model
-from replan.graphs.model.decision_modes.asking import decide
+from replan.graphs.model.decision_modes.asking import Decision, decide
 from replan.graphs.model.decision_modes.fallbacks import DecisionModes
+from replan.graphs.model.decision_modes.strategy import DecisionTool
 from replan.graphs.nodes.base import ModelNode
-from replan.graphs.plan.decisions import PlanArgs, RespondArgs, accept_plan
+from replan.graphs.plan.decisions import PlanArgs, RespondArgs, accept_plan, adds_call
 from replan.graphs.plan.numbering import Numbering
-from replan.graphs.plan.progress import repeated_step
+from replan.graphs.plan.progress import repeated_step, without_calls_made
 from replan.graphs.plan.provenance import Provenance
 from replan.graphs.plan.scheduling import (
     due_steps,
@@ -28,7 +32,15 @@ from replan.graphs.plan.scheduling import (
     wave_fell_short,
 )
 from replan.graphs.plan.task_merge import read_shared_tasks
-from replan.graphs.plan.views import format_executed_steps, format_plan, replanner_briefing
+from replan.graphs.plan.views import (
+    calls_short,
+    format_executed_steps,
+    format_plan,
+    replanner_briefing,
+)
+
+UNMADE_RETRIES = 1
+"""Corrections of the plan-only decision that follows a response leaving calls unmade."""
 
 
 class Replanner(ModelNode):
@@ -87,30 +99,36 @@ class Replanner(ModelNode):
         modes = DecisionModes.of_run(context, state)
         task = self.prompts.replanner_task.format(next=numbering.first, **briefing)
         sources = Provenance.of(user_texts(state["messages"]), [*carried, *done])
+        messages = [self.head(context), HumanMessage(f"{self.instructions(context)}\n\n{task}")]
+        planning = self.decisions.plan(numbering, context, sources)
+        ask = functools.partial(
+            decide,
+            resolve_model(self.model, context, context.decision_max_tokens),
+            node=REPLANNER,
+            context=context,
+            prompts=self.prompts,
+            modes=modes,
+        )
         try:
-            decision = yield from decide(
-                resolve_model(self.model, context, context.decision_max_tokens),
-                [self.head(context), HumanMessage(f"{self.instructions(context)}\n\n{task}")],
-                [
-                    self.decisions.respond(context),
-                    self.decisions.plan(numbering, context, sources),
-                ],
-                node=REPLANNER,
-                context=context,
-                prompts=self.prompts,
+            decision = yield from ask(
+                messages,
+                [self.decisions.respond(context), planning],
                 retries=bounds.mistake_retries,
-                modes=modes,
             )
         except PlanExecuteError as error:  # the work done so far is reported, not lost
             shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(left)}
             report = self.prompts.no_decision.format(problem=error.problem, **shown)
             stopped = {"response": report, "stop_reason": "no_decision", "plan": left}
             return {**stopped, "iterations": rounds, **modes.update()}
+        if isinstance(decision.args, RespondArgs) and (short := calls_short(state)):
+            decision = yield from self._plan_unmade(
+                ask, messages, decision, short, planning, numbering
+            )
         args, counted = decision.args, {**decision.update(), **modes.update()}
         if isinstance(args, RespondArgs):
             return {"response": args.response, "plan": left, "iterations": rounds, **counted}
         assert isinstance(args, PlanArgs)
-        plan = accept_plan(args, numbering)
+        plan = without_calls_made(accept_plan(args, numbering), done, numbering.ids_from)
         update = {"plan": plan, "iterations": rounds, **counted}
         shown = {"executed_steps": format_executed_steps(done), "plan": format_plan(plan)}
         if repeat := repeated_step(runnable_steps(plan), done):
@@ -121,3 +139,29 @@ class Replanner(ModelNode):
             return update
         report = self.prompts.not_finished.format(max_iterations=bounds.max_iterations, **shown)
         return {**update, "response": report, "stop_reason": "max_iterations"}
+
+    def _plan_unmade(
+        self,
+        ask: Callable[..., Steps[Decision]],
+        messages: list[BaseMessage],
+        response: Decision,
+        short: list[str],
+        plan: DecisionTool,
+        numbering: Numbering,
+    ) -> Steps[Decision]:
+        """After a response while calls of the plan failed or are still to make (`short`, from
+        `calls_short`): one plan-only decision, told which they are (a small model answers
+        after a failed call as if every call had been made). The response stands when no
+        usable plan comes, or one that makes no call not made before (re-listing calls that
+        were made, or failed, only repeats them)."""
+        told = HumanMessage(self.prompts.unmade_calls.format(steps="\n".join(short)))
+        answered = AIMessage(cast(RespondArgs, response.args).response)
+        try:
+            replanned = yield from ask([*messages, answered, told], [plan], retries=UNMADE_RETRIES)
+        except PlanExecuteError:
+            return response
+        if not adds_call(numbering, replanned.args):
+            return response
+        recovered = replanned.recovered_calls + response.recovered_calls
+        mistakes = replanned.mistakes + response.mistakes + 1
+        return replace(replanned, recovered_calls=recovered, mistakes=mistakes)

@@ -125,14 +125,17 @@ def step_text(text: str) -> str:
 def _call_written_as_text(
     step: str | PlanStepArgs | ToolStepArgs, tools: OwnTools
 ) -> str | PlanStepArgs | ToolStepArgs:
-    """A text step that spells a call of one of the run's tools (`area(Hall)`), as the
-    tool step it means (waiting, as any tool step, only for the steps it names); any other
-    step as it is."""
-    text = step if isinstance(step, str) else step.step if isinstance(step, PlanStepArgs) else None
+    """A text step that spells a call of one of the run's tools (`area(Hall)`), or a tool
+    step with such a call for its tool and no args, as the tool step it means (waiting, as
+    any tool step, only for the steps it names); any other step as it is."""
+    if isinstance(step, ToolStepArgs):
+        text = step.tool if step.args is None and step.tool not in tools.by_name else None
+    else:
+        text = step if isinstance(step, str) else step.step
     call = tools.call_in_text(text) if text is not None else None
     if call is None:
         return step
-    depends_on = step.depends_on if isinstance(step, PlanStepArgs) else None
+    depends_on = None if isinstance(step, str) else step.depends_on
     return ToolStepArgs(tool=call[0], args=call[1], depends_on=depends_on)
 
 

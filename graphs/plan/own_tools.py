@@ -226,11 +226,23 @@ def _misfits(name: str, value: Any, schema: Mapping[str, Any]) -> list[str]:
 
 
 def _argument(node: ast.expr, source: str) -> Any:
-    """A call argument written in a step's text: a literal's value, else its text."""
+    """A call argument written in a step's text: a literal's value (JSON's `true`, `false`
+    and `null` too, which models write in calls), else its text."""
     try:
-        return ast.literal_eval(node)
+        return ast.literal_eval(_JsonWords().visit(node))
     except ValueError:
         return ast.get_source_segment(source, node) or ""
+
+
+class _JsonWords(ast.NodeTransformer):
+    """Reads the bare names `true`, `false` and `null` as the constants they stand for."""
+
+    WORDS: dict[str, Any] = {"true": True, "false": False, "null": None}
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:  # noqa: N802 - NodeTransformer's name
+        if node.id in self.WORDS:
+            return ast.copy_location(ast.Constant(self.WORDS[node.id]), node)
+        return node
 
 
 NO_TOOLS = OwnTools(())

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
+from replan.graphs.plan.references import renumber
+from replan.graphs.plan.tool_steps import call_key, format_call
 
 NO_PROGRESS_TIMES = 2
 """How many times a step may be carried out; a plan whose next wave holds it once more stops the
@@ -37,3 +39,38 @@ def repeated_step(
         if times >= NO_PROGRESS_TIMES:
             return step["step"], times
     return None
+
+
+def without_calls_made(
+    plan: Sequence[PlannedStep], executed: Sequence[ExecutedStep], first_new: int
+) -> list[PlannedStep]:
+    """`plan` without its new tool steps (ids from `first_new`) that repeat a call of a tool
+    that may act which this turn already made and which succeeded: a small model's replanner
+    re-lists the calls made with the ones still to make, and making such a call again acts
+    twice (fuel added twice). What waited for or referred to a dropped step names the step
+    that made the call. A plan that would keep nothing new is returned whole (its repeats
+    then stop the run as making no progress)."""
+    made = {
+        call_key(done["tool"], done.get("args") or {}): done["id"]
+        for done in executed
+        if "tool" in done and "id" in done and done.get("acted") and done.get("status") != "failed"
+    }
+    dropped = {
+        step["id"]: made[key]
+        for step in plan
+        if step["id"] >= first_new
+        and "tool" in step
+        and (key := call_key(step["tool"], step.get("args") or {})) in made
+    }
+    kept = [step for step in plan if step["id"] not in dropped]
+    if not dropped or not any(step["id"] >= first_new for step in kept):
+        return list(plan)
+    return [_renamed(step, dropped) for step in kept]
+
+
+def _renamed(step: PlannedStep, ids: dict[int, int]) -> PlannedStep:
+    out: PlannedStep = {**step, "depends_on": sorted({ids.get(d, d) for d in step["depends_on"]})}
+    if "tool" in step:
+        out["args"] = renumber(step.get("args") or {}, ids)
+        out["step"] = format_call(step["tool"], out["args"])
+    return out

@@ -17,12 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 _STEP = r"[1-9][0-9]*"
-_PART = r"\.[A-Za-z_][\w-]*|\.?\[-?[0-9]+\]"
+_NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
+"""A field name in a path. Spelled without `\\w`: llama.cpp's JSON-schema grammars take no
+escape in a character class, and a pattern they cannot convert accepts any string."""
+_PART = rf"\.{_NAME}|\.?\[-?[0-9]+\]"
 REFERENCE = re.compile(rf"\$({_STEP})((?:{_PART})*)(?![.,]?[0-9])")
 """`$N` with an optional path: group 1 the step number, group 2 the path."""
-REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": rf"^\$[1-9][0-9]*(?:{_PART})*$"}
+REFERENCE_SCHEMA: dict[str, Any] = {"type": "string", "pattern": rf"^\${_STEP}(?:{_PART})*$"}
 """What a non-string argument may be instead of its value: a reference, with or without a path."""
-_PARTS = re.compile(r"\.([A-Za-z_][\w-]*)|\.?\[(-?[0-9]+)\]")
+_PARTS = re.compile(rf"\.({_NAME})|\.?\[(-?[0-9]+)\]")
 FIELDS_SHOWN = 12
 """How many of a JSON object's fields a message about it names."""
 

@@ -11,8 +11,8 @@ from replan.graphs.conversation import earlier_exchanges, turn_objective
 from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
 from replan.graphs.plan.progress import times_done
 from replan.graphs.plan.references import references, renumber
-from replan.graphs.plan.scheduling import steps_left
-from replan.graphs.plan.tool_steps import format_call
+from replan.graphs.plan.scheduling import last_wave, steps_left
+from replan.graphs.plan.tool_steps import first_line, format_call
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
@@ -167,3 +167,23 @@ def executor_briefing(run: StepRun, task_tools: bool) -> dict[str, str]:
         "dependencies": format_executed_steps(run["dependencies"], empty="(none)"),
         "tasks": task_section(as_task_context(run["tasks_context"]), offered=task_tools),
     }
+
+
+def calls_short(state: PlanExecuteState) -> list[str]:
+    """The calls a response would now leave short, one line each: when tool steps or deferred
+    steps are still planned, the last wave's tool steps that failed, with their result, then
+    those still planned; else none (a response after the last planned call failed may say
+    why it failed)."""
+    unmade = [
+        f"{step['id']}. {step['step']} (not made)"
+        for step in steps_left(state)
+        if "tool" in step or "deferred" in step
+    ]
+    if not unmade:
+        return []
+    failed = [
+        f"{done['id']}. {done['step']} failed: {first_line(done['result'])}"
+        for done in last_wave(state)
+        if "tool" in done and done.get("status") == "failed"
+    ]
+    return failed + unmade

@@ -65,6 +65,7 @@ from replan.graphs.prompts.replanner import (
     RESPOND_THEN_ANSWER,
     RESPOND_TOOL,
     RESPOND_WITH_ANSWER,
+    UNMADE_CALLS,
 )
 from replan.graphs.prompts.reports import (
     NO_DECISION,
@@ -104,6 +105,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "replanner_computing": frozenset({"tools"}),
     "plan_steps_tools": frozenset(),
     "repeated_steps": frozenset({"steps"}),
+    "unmade_calls": frozenset({"steps"}),
     "correction": frozenset({"problem", "sent", "expected"}),
     "text_call_correction": frozenset({"problem", "tools"}),
     "reply_cut_off": frozenset({"max_tokens"}),
@@ -167,6 +169,7 @@ class Prompts:
     replanner_computing: str = REPLANNER_COMPUTING
     plan_steps_tools: str = PLAN_STEPS_TOOLS
     repeated_steps: str = REPEATED_STEPS
+    unmade_calls: str = UNMADE_CALLS
     correction: str = CORRECTION
     text_call_correction: str = TEXT_CALL_CORRECTION
     reply_cut_off: str = REPLY_CUT_OFF

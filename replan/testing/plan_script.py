@@ -49,6 +49,7 @@ from replan.testing.requests import (
     forced_tool,
     is_answer_request,
     is_direct_answer,
+    is_unmade_calls_request,
     last_user_text,
     message_text,
     objective,
@@ -118,6 +119,8 @@ def classify(request: dict[str, Any]) -> Call:
         return Call("answer")
     names = tool_names(request)
     asked = asked_fields(request)
+    if is_unmade_calls_request(request):
+        return Call("replanner")
     if forced_tool(request) == "plan" or names == ["plan"] or asked == {"steps"}:
         return Call("planner")
     if ("plan" in names and "respond" in names) or asked == {"steps", "response"}:

@@ -97,6 +97,15 @@ def step_tools(request: dict[str, Any]) -> list[str]:
 
 ANSWER_ASKS = (DEFAULT_PROMPTS.answer, DEFAULT_PROMPTS.answer_stopped)
 """How the answer node's request starts, from the results of steps (after the run's head)."""
+UNMADE_CALLS_ASKS = DEFAULT_PROMPTS.unmade_calls.split("{")[0]
+"""How the message that turns a replanner's request into a plan-only one starts."""
+
+
+def is_unmade_calls_request(request: dict[str, Any]) -> bool:
+    """Whether `request` is the replanner's plan-only request after a response that left
+    calls of the plan unmade (`Prompts.unmade_calls`), corrections included."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    return any(message_text(m).startswith(UNMADE_CALLS_ASKS) for m in users)
 
 
 def is_answer_request(request: dict[str, Any]) -> bool:

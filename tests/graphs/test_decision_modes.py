@@ -325,6 +325,25 @@ def test_servers_that_ignore_tool_choice_refuse_nothing(
         assert record is None
 
 
+def test_a_call_written_as_text_with_a_mistake_is_asked_for_again_as_json(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """llama-server lets the forced `plan` come back as text, and the plan in it names a later
+    step: the correction already asks for JSON, whose schema the server enforces."""
+    server.quirks = LLAMA_CPP
+    server.push(tool_call("plan", {"steps": [{"step": "Pack", "depends_on": [2]}, "Ship"]}))
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
+    config = {"configurable": {"thread_id": "t"}}
+    result = run(graph, OBJECTIVE, config=config, context=_context(server))
+
+    assert result["response"].startswith("All 4 steps")
+    first, again = _decisions(server)[:2]
+    assert first["tools"] and "tools" not in again
+    assert again["response_format"]["type"] == "json_schema"
+    record = graph.get_state(config).values["decision_mode"]
+    assert [f["reason"] for f in record["fallbacks"]] == ["unenforced"]
+
+
 def test_llama_server_ignoring_the_named_decide_tool_is_a_mistake_corrected_in_vain(
     server: ScriptedOpenAIServer,
 ) -> None:

@@ -27,6 +27,10 @@ from tests.support.fake_models import FakeChatModel, Mode, both_modes, call, run
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "deferred"}}
 WHEN_NEEDED = Context(replan="when_needed")
+REMOVE_THEN_UP = [
+    {"tool": "remove", "args": {"name": "drafts/*"}},  # `remove` answers it with an error
+    {"tool": "enter", "args": {"folder_name": ".."}},
+]
 
 
 class Folder:
@@ -123,12 +127,8 @@ def test_a_tool_answering_with_an_error_object_fails_its_step_and_the_replanner_
     """`{"error": ...}` from `remove`: the step fails, so the replanner is asked before the
     next tool step runs, even with `replan="when_needed"`, and plans another way."""
     folder = Folder()
-    first = [
-        {"tool": "remove", "args": {"name": "drafts/*"}},
-        {"tool": "enter", "args": {"folder_name": ".."}},
-    ]
     model = FakeChatModel(
-        planner=[plan_call(*first)],
+        planner=[plan_call(*REMOVE_THEN_UP)],
         replanner=[
             plan_call({"tool": "listing"}),
             call("respond", response="Nothing removed: no file matched."),
@@ -244,3 +244,90 @@ def test_a_follow_up_plan_may_defer_a_call_on_the_turn_befores_results() -> None
     assert folder.calls == ["listing", "look notes", "remove notes.txt"]
     asked = model.requests_of("replanner")[1].prompt
     assert "3. remove(…)" in asked and "NOTES" in asked
+
+
+# --- a response that leaves planned calls unmade ------------------------------------------------
+
+
+@both_modes
+def test_a_response_leaving_planned_calls_is_followed_by_one_plan_only_request(
+    mode: Mode,
+) -> None:
+    """`remove` fails and the replanner responds as if all were done: it is asked once more,
+    for a plan only, told which call failed and which was not made; that plan runs."""
+    folder = Folder()
+    model = FakeChatModel(
+        planner=[plan_call(*REMOVE_THEN_UP)],
+        replanner=[
+            call("respond", response="All drafts removed."),
+            plan_call({"tool": "listing"}, {"tool": "enter", "args": {"folder_name": ".."}}),
+            call("respond", response="No file matched drafts/*; back in the parent folder."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Remove drafts/*, then go up", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert folder.calls == ["remove drafts/*", "listing", "enter .."]
+    assert result["response"].startswith("No file matched")
+    (_, plan_only, _) = model.requests_of("replanner")
+    assert plan_only.tools == ["plan"]
+    assert '1. remove(name="drafts/*") failed: {"error": ' in plan_only.prompt
+    assert '2. enter(folder_name="..") (not made)' in plan_only.prompt
+    assert graph.get_state(CONFIG).values["corrected_mistakes"] == 1
+
+
+@both_modes
+def test_the_response_stands_when_no_plan_comes_or_no_call_is_left(mode: Mode) -> None:
+    """The plan-only request answered with a response again (twice: one correction): the first
+    response stands. A response after a last call that failed asks nothing more."""
+    folder = Folder()
+    model = FakeChatModel(
+        planner=[plan_call(*REMOVE_THEN_UP)],
+        replanner=[call("respond", response="Nothing to remove.")] * 3,
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    result = run(graph, "Remove drafts/*", mode, config=CONFIG, context=WHEN_NEEDED)
+    assert result["response"] == "Nothing to remove." and folder.calls == ["remove drafts/*"]
+    assert len(model.requests_of("replanner")) == 3
+
+    last_failed = FakeChatModel(
+        planner=[plan_call(REMOVE_THEN_UP[0])],
+        replanner=[call("respond", response="No file matched drafts/*.")],
+    )
+    graph = build_plan_execute_graph(last_failed, Folder().tools, checkpointer=InMemorySaver())
+    result = run(graph, "Remove drafts/*", mode, config=CONFIG, context=WHEN_NEEDED)
+    assert result["response"] == "No file matched drafts/*."
+    assert len(last_failed.requests_of("replanner")) == 1
+
+
+@both_modes
+def test_a_replan_re_listing_a_call_that_acted_does_not_make_it_again(mode: Mode) -> None:
+    """The replanner re-lists `enter drafts`, made and done, with the call still to make: it is
+    not made again, and the step after it waits for (and refers to) the call made before.
+    The failed call, re-listed as it was, is made again (it may work now)."""
+    folder = Folder()
+    model = FakeChatModel(
+        planner=[
+            plan_call(
+                {"tool": "enter", "args": {"folder_name": "drafts"}},
+                {"tool": "remove", "args": {"name": "a*"}},
+            )
+        ],
+        replanner=[
+            plan_call(
+                {"tool": "enter", "args": {"folder_name": "drafts"}},
+                {"tool": "remove", "args": {"name": "notes $1"}, "depends_on": [1]},
+                {"tool": "remove", "args": {"name": "a*"}},
+            ),
+            call("respond", response="notes removed; a* matched nothing"),
+        ],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    run(graph, "Clear the drafts", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert folder.calls == ["enter drafts", "remove a*", "remove notes ok", "remove a*"]
+    replanned = next(v["plan"] for v in states(graph) if v.get("iterations") == 2)
+    assert [(step["step"], step["depends_on"]) for step in replanned] == [
+        ('remove(name="notes $1")', [1]),
+        ('remove(name="a*")', [4]),
+    ]

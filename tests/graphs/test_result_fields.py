@@ -101,6 +101,14 @@ def test_renumbering_keeps_paths() -> None:
     assert renumber(args, {3: 8, 4: 9}) == {"name": "$8.items[0].sku", "names": ["$8.owner", "$9"]}
 
 
+def test_the_reference_pattern_is_one_a_grammar_enforcing_server_can_convert() -> None:
+    # llama.cpp's JSON-schema grammars take no escape inside a character class (`[\\w-]`):
+    # given one, llama-server accepts any string there and enforces none of the plan's types.
+    classes = re.findall(r"\[((?:\\.|[^\]])*)\]", REFERENCE_SCHEMA["pattern"])
+    assert classes, REFERENCE_SCHEMA["pattern"]
+    assert not [c for c in classes if "\\" in c], classes
+
+
 def test_the_plan_schema_takes_paths_where_numbers_and_lists_go() -> None:
     pattern = re.compile(REFERENCE_SCHEMA["pattern"])
     for written in ("$2", "$2.id", "$2.items[0].price", "$3.rows[-1]", "$4[0]", "$4.[0]"):

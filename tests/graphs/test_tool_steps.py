@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode, ReplanMode
-from replan.graphs.plan.decisions import plan_tool
+from replan.graphs.plan.decisions import PlanArgs, accept_plan, plan_tool
+from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import OwnTools
 from replan.graphs.plan.tool_steps import number_at_end, number_written, substitute
 from replan.graphs.plan_execute import build_plan_execute_graph
@@ -150,6 +151,37 @@ def test_a_text_step_that_spells_a_call_reads_as_that_call() -> None:
     assert tools.call_in_text("Look up price(A) first") is None  # a sentence stays text
     assert tools.call_in_text("clock(Quito)") is None  # not a tool of the run
     assert tools.call_in_text("price(A, B)") is None  # more arguments than parameters
+
+
+def test_json_words_in_a_spelled_call_read_as_their_values() -> None:
+    @tool
+    def lock(unlock: bool, doors: list[str], note: str | None) -> str:
+        """Lock or unlock doors."""
+        return "ok"
+
+    tools = OwnTools([lock])
+    spelled = "lock(unlock=true, doors=['front', 'back'], note=null)"
+    assert tools.call_in_text(spelled) == (
+        "lock",
+        {"unlock": True, "doors": ["front", "back"], "note": None},
+    )
+    assert tools.call_in_text("lock(false, [], truth)") == (
+        "lock",
+        {"unlock": False, "doors": [], "note": "truth"},  # a bare word stays its text
+    )
+
+
+def test_a_call_spelled_where_the_tool_name_goes_reads_as_that_call() -> None:
+    numbering = replace(Numbering.first_plan(), tools=OwnTools(Kit().tools))
+    steps = [{"tool": "price(item='A')"}, {"tool": "double($1)", "depends_on": [1]}]
+    plan = accept_plan(PlanArgs.model_validate({"steps": steps}, context=numbering), numbering)
+    assert [(step["tool"], step["args"]) for step in plan] == [
+        ("price", {"item": "A"}),
+        ("double", {"value": "$1"}),
+    ]
+    unknown = {"steps": [{"tool": "weigh(item='A')"}]}
+    with pytest.raises(ValueError, match="there is no tool `weigh"):
+        PlanArgs.model_validate(unknown, context=numbering)
 
 
 @both_modes

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from replan.graphs.context import DEFAULT_ANSWER
 from replan.graphs.prompts import DEFAULT_PROMPTS
-from replan.testing.requests import ANSWER_ASKS
+from replan.testing.requests import ANSWER_ASKS, UNMADE_CALLS_ASKS
 
 ANSWER_CALLS = int(DEFAULT_ANSWER == "plain")
 """Model calls the plain-text answer adds to a run that responds, with the default settings."""
@@ -125,6 +125,8 @@ class FakeChatModel(BaseChatModel):
             return "answer"
         if last is not None and last.text.endswith(DEFAULT_PROMPTS.answer_direct):
             return "answer"
+        if any(m.text.startswith(UNMADE_CALLS_ASKS) for m in messages if m.type == "human"):
+            return "replanner"  # its plan-only request after a response leaving calls unmade
         if tool_choice == "plan":
             return "planner"
         return "replanner" if {"plan", "respond"} <= set(tools) else "executor"

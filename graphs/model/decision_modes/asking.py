@@ -148,6 +148,9 @@ def decide(
             return decision
         mistakes += 1
         attempts += 1
+        if recovered_calls(reply) and not request.json and modes.give_up(request, "unenforced"):
+            conversation, attempts, in_a_row = list(messages), 0, 0  # JSON a server enforces
+            continue
         if not mistake.form:
             in_a_row = 0
         elif ran_on_outside_the_form(reply, request):
