@@ -22,6 +22,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from replan.graphs.plan_execute import build_plan_execute_graph
+from replan.tools.effects import declare_effects
 from tests.support.fake_models import FakeChatModel, call
 from tests.support.kill_gates import hold_here
 
@@ -64,6 +65,7 @@ def main(folder: Path, action: str) -> None:
             hold_here(folder / GATE_FILE)
         return f"thing {n}"
 
+    declare_effects(look, read_only=True)  # look-ups run side by side, in one wave
     steps = [{"tool": "look", "args": {"n": n}} for n in range(1, LOOK_UPS + 1)]
     model = FakeChatModel(
         planner=[call("plan", steps=steps)],
