@@ -32,7 +32,7 @@ from langgraph.types import Command
 
 from replan.graphs.context import Context
 from replan.graphs.graph_state import one_action_request
-from replan.graphs.plan.tool_steps import RESULT_CHARS, first_line
+from replan.graphs.plan.tool_steps import RESULT_CHARS, WITHHELD, first_line
 from replan.graphs.plan_stream import paused, publish
 from replan.graphs.seal import (
     REJECTED,
@@ -60,8 +60,8 @@ IN_FLIGHT = (
     "its result, or reject to leave it unmade."
 )
 NOT_REMADE = (
-    "Error: `{tool}` was being called when the run stopped and may have taken effect; it is "
-    "not declared safe to retry, so it was not called again{reason}."
+    WITHHELD + " again: `{tool}` was being called when the run stopped and may have taken "
+    "effect, and it is not declared safe to retry{reason}."
 )
 
 _KEY: ContextVar[str | None] = ContextVar("replan_idempotency_key", default=None)

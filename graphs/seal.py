@@ -29,6 +29,7 @@ from langchain_core.messages import ToolMessage
 from replan.graphs.graph_state import PlanExecuteState, PlannedStep, one_action_request
 from replan.graphs.plan.provenance import said_by_user
 from replan.graphs.plan.references import references
+from replan.graphs.plan.tool_steps import WITHHELD
 from replan.tools.effects import ToolEffects
 
 SEAL_KEY = "seal"
@@ -43,8 +44,8 @@ HELD = (
     "Held in a sealed run: {reason}. Approve to make the call, edit it, respond with its "
     "result, or reject it."
 )
-REJECTED = "Error: not called: a person rejected it in a sealed run ({reason})."
-REFUSED = "Error: not called, the run is sealed and {reason}."
+REJECTED = WITHHELD + ": a person rejected it in a sealed run ({reason})."
+REFUSED = WITHHELD + ", the run is sealed and {reason}."
 
 
 class Declared(TypedDict):

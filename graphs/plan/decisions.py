@@ -5,7 +5,10 @@ A step that names itself, a later step or a number no step has, and a tool step 
 tool or arguments that do not fit its schema, make a plan a mistake the model is told about
 (`PlanArgs` validated against a `replan.graphs.plan.numbering.Numbering`). When the run offers
 tool steps (`Context.tool_steps`), the `plan` schema offers one object per tool of the run. An
-accepted plan keeps the numbers the model was shown as step ids (`accept_plan`).
+accepted plan keeps the numbers the model was shown as step ids (`accept_plan`). Before the
+check, steps are read as a small model means them: a call spelled as text is that tool step,
+money in a computing tool's expression is a number, and references numbered from 1 where the
+list starts later name the list's own items (`_list_numbers`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from replan.graphs.plan.echoes import instruction_words
 from replan.graphs.plan.numbering import Item, Numbering
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.provenance import Provenance
+from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.tool_steps import money_as_numbers
 from replan.graphs.prompts import Prompts
 
@@ -85,6 +89,7 @@ class PlanArgs(BaseModel):
             self.steps = [_call_written_as_text(step, given.tools) for step in self.steps]
             nameable = given.nameable(len(self.steps))
             self.steps = [_plain_money(step, given.tools, nameable) for step in self.steps]
+            self.steps = [_list_numbers(s, i, given) for i, s in enumerate(self.steps)]
         problems = numbering.problems(self.items())
         if given and not given.tools and any(item.tool for item in self.items()):
             problems.insert(0, "tool steps are not offered in this run: write every step as text")
@@ -146,6 +151,25 @@ def _plain_money(
     if not isinstance(step, ToolStepArgs) or step.tool not in tools.computing:
         return step
     return step.model_copy(update={"args": money_as_numbers(step.args, nameable)})
+
+
+def _list_numbers(
+    step: str | PlanStepArgs | ToolStepArgs, index: int, numbering: Numbering
+) -> str | PlanStepArgs | ToolStepArgs:
+    """A tool step (item `index`) that refers to a done step while each `$k` it refers to
+    has the list's own k-th item, listed before it, in its `depends_on`: each `$k` read as
+    that item. A small model numbers its list from 1 whatever number it was told to start
+    from (after a turn that did step 1, `"$1"` and `"$2"` for the list's items 2 and 3)."""
+    first = numbering.first
+    if not isinstance(step, ToolStepArgs) or first == 1 or not step.depends_on:
+        return step
+    named = references(step.args or {})
+    own = {k: first + k - 1 for k in named}
+    if named.isdisjoint(numbering.done) or any(
+        k > index or own[k] not in step.depends_on for k in named
+    ):
+        return step
+    return step.model_copy(update={"args": renumber(step.args, own)})
 
 
 def _json_object(text: str) -> Any:

@@ -191,7 +191,7 @@ class Numbering:
                 found += [f"step {number}: {p}" for p in unsourced] + [PLAN_ADVICE]
             if not item.text:
                 found.append(f"step {number} is blank")
-            elif item.tool is None and _A_NAME.fullmatch(item.text):
+            elif item.tool is None and self._only_a_name(item.text):
                 found.append(
                     f'step {number} is only a name ("{item.text}"): say what the step must do'
                     + (", or call a tool with a tool step" if self.tools else "")
@@ -227,6 +227,12 @@ class Numbering:
                         hint = plain if verb == "refers to" else ""
                         found.append(f"{what}, but {self._no_such_step(last)}{hint}")
         return list(dict.fromkeys(found))
+
+    def _only_a_name(self, text: str) -> bool:
+        """Whether a text step says no more than a name: a dotted or snake_case one, or the
+        name of one of the run's tools (`startEngine`, `ls()`)."""
+        tools = self.tools.by_name if self.tools is not None else {}
+        return bool(_A_NAME.fullmatch(text)) or text.strip().removesuffix("()") in tools
 
     def _deferred_problems(self, index: int, item: Item, items: Sequence[Item]) -> list[str]:
         """What is wrong with deferred item `index`: nothing to wait for, or all it waits for

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
 from replan.graphs.plan.references import renumber
-from replan.graphs.plan.tool_steps import call_key, format_call
+from replan.graphs.plan.tool_steps import format_call, same_call
 
 NO_PROGRESS_TIMES = 2
 """How many times a step may be carried out; a plan whose next wave holds it once more stops the
@@ -50,17 +50,13 @@ def without_calls_made(
     twice (fuel added twice). What waited for or referred to a dropped step names the step
     that made the call. A plan that would keep nothing new is returned whole (its repeats
     then stop the run as making no progress)."""
-    made = {
-        call_key(done["tool"], done.get("args") or {}): done["id"]
-        for done in executed
-        if "tool" in done and "id" in done and done.get("acted") and done.get("status") != "failed"
-    }
+    acted = [done for done in executed if done.get("acted")]
     dropped = {
-        step["id"]: made[key]
+        step["id"]: made["id"]
         for step in plan
         if step["id"] >= first_new
         and "tool" in step
-        and (key := call_key(step["tool"], step.get("args") or {})) in made
+        and (made := same_call(step["tool"], step.get("args") or {}, acted))
     }
     kept = [step for step in plan if step["id"] not in dropped]
     if not dropped or not any(step["id"] >= first_new for step in kept):

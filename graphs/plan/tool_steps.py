@@ -222,6 +222,17 @@ def money_as_numbers(value: Any, nameable: set[int]) -> Any:
     return value
 
 
+WITHHELD = "Error: not called"
+"""How the result of a call that was not made, by a person's decision or the run's rules (a
+sealed run's refusal, a call cut short by a crash and not safe to retry), begins: the call
+is not asked for again."""
+
+
+def withheld(result: str) -> bool:
+    """Whether `result` says its call was withheld (`WITHHELD`)."""
+    return result.startswith(WITHHELD)
+
+
 def says_error(result: str) -> bool:
     """Whether a tool's `result` says the call failed, as many APIs answer: a JSON object whose
     `error` field holds something (`{"error": "no such file"}`)."""

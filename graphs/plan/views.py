@@ -12,7 +12,7 @@ from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, 
 from replan.graphs.plan.progress import times_done
 from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.scheduling import last_wave, steps_left
-from replan.graphs.plan.tool_steps import first_line, format_call
+from replan.graphs.plan.tool_steps import first_line, format_call, withheld
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
@@ -170,20 +170,18 @@ def executor_briefing(run: StepRun, task_tools: bool) -> dict[str, str]:
 
 
 def calls_short(state: PlanExecuteState) -> list[str]:
-    """The calls a response would now leave short, one line each: when tool steps or deferred
-    steps are still planned, the last wave's tool steps that failed, with their result, then
-    those still planned; else none (a response after the last planned call failed may say
-    why it failed)."""
+    """The calls a response would now leave short, one line each: the last wave's tool steps
+    that failed, with their result (not those withheld: a person or the run's rules kept them
+    from being made), then the tool steps and deferred steps still planned; none when every
+    call of the wave worked and none is left."""
+    failed = [
+        f"{done['id']}. {done['step']} failed: {first_line(done['result'])}"
+        for done in last_wave(state)
+        if "tool" in done and done.get("status") == "failed" and not withheld(done["result"])
+    ]
     unmade = [
         f"{step['id']}. {step['step']} (not made)"
         for step in steps_left(state)
         if "tool" in step or "deferred" in step
-    ]
-    if not unmade:
-        return []
-    failed = [
-        f"{done['id']}. {done['step']} failed: {first_line(done['result'])}"
-        for done in last_wave(state)
-        if "tool" in done and done.get("status") == "failed"
     ]
     return failed + unmade

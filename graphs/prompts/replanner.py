@@ -49,10 +49,12 @@ missing, or respond.
 {steps}"""
 UNMADE_CALLS = """You responded, but calls of the plan failed or were not made:
 {steps}
-Call `plan` with the steps still to do: these calls (changed, or after a step that makes them \
-work, where a result calls for it) and any other the objective needs."""
+Call `plan` with the steps still to do. Where a result says what must be done first, plan the \
+call that does it, then the failed call again; change a call whose values were wrong; add any \
+other call the objective needs."""
 """What the replanner is told, in a plan-only request, after a response while calls of the plan
-failed or were not made (a small model answers after a failed call as if all were made)."""
+failed or were not made (a small model answers after a failed call as if all were made, and
+does not act on what a tool's error says must come first)."""
 RESPOND_TOOL = "Give the user the final answer, when the objective has been met."
 RESPOND_RESPONSE = "The complete answer for the user, saying plainly what could not be done."
 RESPOND_NOTE = "One short sentence saying that the objective is met."

@@ -277,9 +277,10 @@ def test_a_response_leaving_planned_calls_is_followed_by_one_plan_only_request(
 
 
 @both_modes
-def test_the_response_stands_when_no_plan_comes_or_no_call_is_left(mode: Mode) -> None:
+def test_the_response_stands_when_no_plan_comes_or_no_new_call(mode: Mode) -> None:
     """The plan-only request answered with a response again (twice: one correction): the first
-    response stands. A response after a last call that failed asks nothing more."""
+    response stands. After a last call that failed, the plan-only request comes too; a plan
+    that only makes the failed call again leaves the response standing."""
     folder = Folder()
     model = FakeChatModel(
         planner=[plan_call(*REMOVE_THEN_UP)],
@@ -292,12 +293,45 @@ def test_the_response_stands_when_no_plan_comes_or_no_call_is_left(mode: Mode) -
 
     last_failed = FakeChatModel(
         planner=[plan_call(REMOVE_THEN_UP[0])],
-        replanner=[call("respond", response="No file matched drafts/*.")],
+        replanner=[
+            call("respond", response="No file matched drafts/*."),
+            plan_call(REMOVE_THEN_UP[0]),
+        ],
     )
     graph = build_plan_execute_graph(last_failed, Folder().tools, checkpointer=InMemorySaver())
     result = run(graph, "Remove drafts/*", mode, config=CONFIG, context=WHEN_NEEDED)
     assert result["response"] == "No file matched drafts/*."
-    assert len(last_failed.requests_of("replanner")) == 1
+    (_, plan_only) = last_failed.requests_of("replanner")
+    assert '1. remove(name="drafts/*") failed: {"error": ' in plan_only.prompt
+    assert "(not made)" not in plan_only.prompt
+
+
+@both_modes
+def test_a_response_after_the_last_call_failed_gets_one_plan_only_request(mode: Mode) -> None:
+    """The only call fails and the replanner responds anyway: asked for a plan only, told
+    which call failed and with what, it goes where the file is and makes a call that works."""
+    folder = Folder()
+    model = FakeChatModel(
+        planner=[plan_call(REMOVE_THEN_UP[0])],
+        replanner=[
+            call("respond", response="Removed the drafts."),
+            plan_call(
+                {"tool": "enter", "args": {"folder_name": "drafts"}},
+                {"tool": "remove", "args": {"name": "plan.md"}},
+            ),
+            call("respond", response="Removed plan.md."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
+    objective = "Remove drafts/*: plan.md, in the drafts folder"
+    result = run(graph, objective, mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert folder.calls == ["remove drafts/*", "enter drafts", "remove plan.md"]
+    assert result["response"] == "Removed plan.md."
+    (_, plan_only, _) = model.requests_of("replanner")
+    assert plan_only.tools == ["plan"]
+    assert '1. remove(name="drafts/*") failed: {"error": ' in plan_only.prompt
+    assert "Where a result says what must be done first" in plan_only.prompt
 
 
 @both_modes
@@ -320,6 +354,7 @@ def test_a_replan_re_listing_a_call_that_acted_does_not_make_it_again(mode: Mode
                 {"tool": "remove", "args": {"name": "a*"}},
             ),
             call("respond", response="notes removed; a* matched nothing"),
+            plan_call({"tool": "remove", "args": {"name": "a*"}}),  # asked after a* failed
         ],
     )
     graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())

@@ -178,7 +178,10 @@ def test_a_path_that_names_nothing_fails_without_a_call(mode: Mode) -> None:
     wrong = {"tool": "remove", "args": {"name": "$1.files[0]"}}
     model = FakeChatModel(
         planner=[call("plan", steps=[find, wrong])],
-        replanner=[call("respond", response="could not remove it")],
+        replanner=[
+            call("respond", response="could not remove it"),
+            call("plan", steps=[wrong]),  # asked after the failed call: the same, so it stands
+        ],
     )
     graph = build_plan_execute_graph(model, _tools(calls), checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": "no-field"}}

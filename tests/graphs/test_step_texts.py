@@ -81,8 +81,16 @@ def get_webpage(url: str) -> str:
     return f"the page at {url} says hello"
 
 
+@tool
+def fetchPage(url: str) -> str:  # noqa: N802 (named as some APIs name their tools)
+    """The raw HTML of the page at `url`."""
+    return f"<p>the page at {url} says hello</p>"
+
+
 @both_modes
-@pytest.mark.parametrize("name", ["read_webpage", "read_webpage()", "web.fetch"])
+@pytest.mark.parametrize(
+    "name", ["read_webpage", "read_webpage()", "web.fetch", "get_webpage", "fetchPage"]
+)
 def test_a_text_step_that_is_only_a_name_is_a_mistake_the_planner_corrects(
     mode: Mode, name: str
 ) -> None:
@@ -91,7 +99,7 @@ def test_a_text_step_that_is_only_a_name_is_a_mistake_the_planner_corrects(
         planner=[plan(name), call("plan", steps=[page])],
         replanner=[respond("it says hello")],
     )
-    graph = build_plan_execute_graph(model, [get_webpage], task_tools="none")
+    graph = build_plan_execute_graph(model, [get_webpage, fetchPage], task_tools="none")
     result = run(graph, "Read the page www.example.org", mode)
 
     assert result["executed_steps"][0]["step"] == 'get_webpage(url="www.example.org")'

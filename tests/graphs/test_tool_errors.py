@@ -111,7 +111,7 @@ def test_with_raise_the_exception_ends_the_run(mode: Mode) -> None:
 @both_modes
 def test_a_tool_step_whose_tool_raises_fails_with_the_error(mode: Mode) -> None:
     step = call("plan", steps=[{"tool": "lookup", "args": {"item": "A"}}])
-    model = FakeChatModel(planner=[step], replanner=[respond("The catalogue is down.")])
+    model = FakeChatModel(planner=[step], replanner=[respond("The catalogue is down."), step])
     result = run(build_plan_execute_graph(model, [lookup]), "Price of A", mode)
 
     (failed,) = result["executed_steps"]

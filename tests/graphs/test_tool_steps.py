@@ -21,6 +21,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from replan.graphs.context import DECISION_MODES, Context, DecisionMode, ReplanMode
+from replan.graphs.graph_state import ExecutedStep, PlannedStep
 from replan.graphs.plan.decisions import PlanArgs, accept_plan, plan_tool
 from replan.graphs.plan.numbering import Numbering
 from replan.graphs.plan.own_tools import OwnTools
@@ -182,6 +183,23 @@ def test_a_call_spelled_where_the_tool_name_goes_reads_as_that_call() -> None:
     unknown = {"steps": [{"tool": "weigh(item='A')"}]}
     with pytest.raises(ValueError, match="there is no tool `weigh"):
         PlanArgs.model_validate(unknown, context=numbering)
+
+
+def test_a_follow_up_plan_numbered_from_1_by_mistake_refers_to_its_own_steps() -> None:
+    """After a turn that did step 1, the next plan is numbered from 2; an item referring to
+    "$1" and "$2" while it waits for the list's own first two items (2 and 3) means them.
+    One that waits for the done step itself, or names no list item, keeps its references."""
+    done: list[ExecutedStep] = [{"id": 1, "step": "price(item='A')", "result": "4"}]
+    numbering = replace(Numbering.replan((), done), tools=OwnTools(Kit().tools))
+    looks = [{"tool": "price", "args": {"item": "B"}}, {"tool": "price", "args": {"item": "C"}}]
+
+    def third(**item: Any) -> list[PlannedStep]:
+        steps = [*looks, {"tool": "note", "args": {"text": "$1 and $2"}, **item}]
+        return accept_plan(PlanArgs.model_validate({"steps": steps}, context=numbering), numbering)
+
+    assert third(depends_on=[1, 2, 3])[2]["args"] == {"text": "$2 and $3"}
+    assert third(depends_on=[1, 2])[2]["args"] == {"text": "$1 and $2"}  # waits for done 1
+    assert third()[2]["args"] == {"text": "$1 and $2"}
 
 
 @both_modes
@@ -452,7 +470,8 @@ def test_a_failed_call_is_made_again_and_steps_referring_to_it_do_not_run(mode: 
     note = {"tool": "note", "args": {"text": "$1"}}
     model = FakeChatModel(
         planner=[plan_call(flaky, note)],
-        replanner=[plan_call(flaky, note), respond("09:30")],  # note: still step 2
+        # note: still step 2; after it failed, asked again, it is listed as it was
+        replanner=[plan_call(flaky, note), respond("09:30"), plan_call(note)],
     )
     graph = build_plan_execute_graph(model, kit.tools, checkpointer=InMemorySaver())
     result = run(graph, "Time in Quito", mode, config=CONFIG)
@@ -648,14 +667,20 @@ def graph_tools(kit: Kit) -> list[BaseTool]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variant", "waves"),
+    [((), "one wave side by side"), (("acting",), "one wave each, saved with sync")],
+    ids=["read-only", "acting"],
+)
 def test_a_run_killed_in_a_wave_of_tool_steps_resumes_without_calling_done_ones_again(
-    tmp_path: Path,
+    tmp_path: Path, variant: tuple[str, ...], waves: str
 ) -> None:
-    """Four look-ups in one wave; the fourth holds until the other three's results are saved,
-    then the process is killed. Resumed, only the fourth runs again."""
+    """Four look-ups (as `waves` says); the fourth holds until the other three's results are saved,
+    then the process is killed. Resumed, only the fourth runs again: a done step's call is
+    not repeated, whether it ran beside the killed one or in a wave before it."""
     command = [sys.executable, "-m", "tests.support.tool_step_child", str(tmp_path)]
     child = subprocess.Popen(
-        [*command, "run"], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*command, "run", *variant], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     kill_at_gate(child, tmp_path / GATE_FILE)
     with sqlite3.connect(tmp_path / "runs.sqlite") as db:
@@ -665,9 +690,12 @@ def test_a_run_killed_in_a_wave_of_tool_steps_resumes_without_calling_done_ones_
             (THREAD,),
         ).fetchone()[0]
     assert saved == 3
-    assert sorted(looked_up(tmp_path)) == [1, 2, 3, 4]
+    made = looked_up(tmp_path)
+    assert (made if variant else sorted(made)) == [1, 2, 3, 4]
 
-    resumed = subprocess.run([*command, "resume"], text=True, capture_output=True, timeout=120)
+    resumed = subprocess.run(
+        [*command, "resume", *variant], text=True, capture_output=True, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(looked_up(tmp_path)) == [1, 2, 3, 4, 4]  # only the unfinished one again
     outcome = json.loads(resumed.stdout)

@@ -6,6 +6,9 @@
         (`tests.support.kill_gates.hold_here`) to be killed there
     python -m tests.support.tool_step_child FOLDER resume
         resumes the run and prints its response and the ids of its executed steps as JSON
+    ... FOLDER run acting / ... FOLDER resume acting
+        the same with `look` undeclared (it may act): the four steps run one wave each, and
+        the run is saved with `durability="sync"`, as the CLI saves it
 
 Every call of `look` is appended to FOLDER/calls.txt first.
 """
@@ -50,7 +53,7 @@ def _saved_steps(db: Path) -> int:
     return int(row[0])
 
 
-def main(folder: Path, action: str) -> None:
+def main(folder: Path, action: str, acting: bool) -> None:
     db = folder / "runs.sqlite"
 
     @tool
@@ -65,7 +68,8 @@ def main(folder: Path, action: str) -> None:
             hold_here(folder / GATE_FILE)
         return f"thing {n}"
 
-    declare_effects(look, read_only=True)  # look-ups run side by side, in one wave
+    if not acting:
+        declare_effects(look, read_only=True)  # look-ups run side by side, in one wave
     steps = [{"tool": "look", "args": {"n": n}} for n in range(1, LOOK_UPS + 1)]
     model = FakeChatModel(
         planner=[call("plan", steps=steps)],
@@ -75,13 +79,15 @@ def main(folder: Path, action: str) -> None:
     saver = SqliteSaver(connection)
     graph = build_plan_execute_graph(model, [look], checkpointer=saver)
     config = {"configurable": {"thread_id": THREAD}}
+    durability = "sync" if acting else "async"
     if action == "run":
-        graph.invoke({"messages": [("user", "Look up four things")]}, config)
+        request = {"messages": [("user", "Look up four things")]}
+        graph.invoke(request, config, durability=durability)
         return
-    result = graph.invoke(None, config)
+    result = graph.invoke(None, config, durability=durability)
     ids = [done["id"] for done in result["executed_steps"]]
     print(json.dumps({"response": result["response"], "ids": ids}))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3:] == ["acting"])

@@ -148,17 +148,17 @@ def decide(
             return decision
         mistakes += 1
         attempts += 1
-        if recovered_calls(reply) and not request.json and modes.give_up(request, "unenforced"):
-            conversation, attempts, in_a_row = list(messages), 0, 0  # JSON a server enforces
-            continue
         if not mistake.form:
             in_a_row = 0
         elif ran_on_outside_the_form(reply, request):
             in_a_row = MISTAKES_BEFORE_FALLBACK
         else:
             in_a_row += 1
-        if in_a_row >= MISTAKES_BEFORE_FALLBACK and modes.give_up(request):
-            conversation, attempts, in_a_row = list(messages), 0, 0  # afresh in the new mode
+        unenforced = bool(recovered_calls(reply)) and not request.json
+        if (unenforced and modes.give_up(request, "unenforced")) or (
+            in_a_row >= MISTAKES_BEFORE_FALLBACK and modes.give_up(request)
+        ):  # afresh in the new mode (after a text call: JSON a server enforces)
+            conversation, attempts, in_a_row = list(messages), 0, 0
             continue
         if attempts > retries:
             raise PlanExecuteError(
