@@ -28,7 +28,8 @@ paths: `replan.graphs.plan.references`), and makes step N a dependency:
   and that text holds a number (`number_written`: it is or ends in one, optionally followed by
   one short word without digits such as a unit or a currency, `"3.75 m"`, `"the lamp costs
   18.40 CHF"`; else it holds only one), it becomes that number (an integer for `integer` when
-  it is whole);
+  it is whole); a JSON object or list that holds no such number does not go into a number
+  argument: the step fails without a call (`WholeResult`, naming a field that holds a number);
 - `$N` inside a longer string is replaced in place by step N's result text, stripped;
 - for a *computing* tool (`replan.tools.calculator.is_computing`), every `$N` in a string
   becomes the number step N's result holds (the number it is or ends in, else the only number
@@ -100,16 +101,26 @@ def _types(schema: Mapping[str, Any]) -> set[str]:
 
 
 class WholeResult(ValueError):
-    """A reference puts a JSON object or list into a string argument."""
+    """A reference puts a JSON object or list into a string or number argument. The hint names
+    the first field (for a number, the first field holding one) or the first item."""
 
-    def __init__(self, argument: str, reference: str, value: Any) -> None:
+    def __init__(self, argument: str, reference: str, value: Any, *, number: bool = False) -> None:
         self.argument = argument
         self.shape = f"{reference} is {shape(value)}"
-        if isinstance(value, dict) and value:
-            self.shape += f': name the field it needs, as "{reference}.{next(iter(value))}"'
+        fields = (
+            [k for k, v in value.items() if _is_number(v) or not number]
+            if isinstance(value, dict)
+            else []
+        )
+        if fields:
+            self.shape += f': name the field it needs, as "{reference}.{fields[0]}"'
         elif isinstance(value, list) and value:
             self.shape += f': name the item it needs, as "{reference}[0]"'
         super().__init__(f"{argument}: {self.shape}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _single_value(argument: str, step: int, text: str) -> str | None:
@@ -181,8 +192,9 @@ def substitute(
     """`args` with each reference replaced by the result (or the part of it) it names (module
     docstring); `parameters` is the tool's JSON schema, whose property types decide where
     numbers go; `computes`: the tool computes, so references in its strings become numbers.
-    Raises `WholeResult` where a JSON object or list would go into a string argument, and
-    `UnresolvedPath` where a path names nothing."""
+    Raises `WholeResult` where a JSON object or list would go into a string argument, or into
+    a number argument with no number to take from it, and `UnresolvedPath` where a path names
+    nothing."""
     properties = parameters.get("properties") or {}
     out: dict[str, Any] = {}
     for name, value in args.items():
@@ -195,8 +207,13 @@ def substitute(
         written = number_written(text) if whole else None
         if whole and types & {"array", "object"} and (found := parsed(text)) is not None:
             out[name] = _into(name, types, whole[0], found)
-        elif written is not None and types & NUMBER_TYPES and "string" not in types:
+        elif types & NUMBER_TYPES and "string" not in types and written is not None:
             out[name] = _typed(_as_number(written), types)
+        elif whole and types & NUMBER_TYPES and types <= NUMBER_TYPES and not computes:
+            found = parsed(text)
+            if isinstance(found, dict | list):
+                raise WholeResult(name, whole[0], found, number=True)
+            out[name] = _substituted(value, results, computes)
         elif whole and types == {"string"} and not computes:
             single = _single_value(name, int(whole[1]), text)
             out[name] = text if single is None else single

@@ -69,6 +69,30 @@ def test_any_other_object_or_list_does_not_go_into_a_string(number: int, shape: 
     assert computed == {"name": RESULTS[3]}
 
 
+@pytest.mark.parametrize(
+    ("number", "shape"),
+    [
+        (2, "$2 is a JSON object with the fields matches"),
+        (
+            3,
+            "$3 is a JSON object with the fields price, volume: "
+            'name the field it needs, as "$3.price"',
+        ),
+        (4, '$4 is a JSON list of 2 items: name the item it needs, as "$4[0]"'),
+    ],
+)
+def test_an_object_or_list_with_no_one_number_does_not_go_into_a_number(
+    number: int, shape: str
+) -> None:
+    """Before, a whole result holding no single number went into a number argument as its
+    text (a folder listing given to a logarithm's `value`)."""
+    with pytest.raises(WholeResult) as refused:
+        substitute({"size": f"${number}"}, RESULTS, PARAMETERS)
+    assert (refused.value.argument, refused.value.shape) == ("size", shape)
+    labelled = {7: '{"count": 36, "type": "characters"}'}
+    assert substitute({"size": "$7"}, labelled, PARAMETERS) == {"size": 36}
+
+
 def _tools(calls: list[tuple[str, str]]) -> list[BaseTool]:
     @tool
     def find(pattern: str) -> str:
