@@ -11,6 +11,7 @@ from langchain_core.runnables.retry import ExponentialJitterParams
 
 from replan.graphs.model import http_client
 from replan.graphs.model import turn as chat_model
+from replan.graphs.model.decision_modes import fallbacks
 from replan.testing import ScriptedOpenAIServer
 from replan.testing import plan_script as plan_execute_script
 from tests.support import pg_support
@@ -77,6 +78,13 @@ def _quick_retries_of_unusable_replies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chat_model, "RETRY_BACKOFF", QUICK_RETRY_BACKOFF)
     monkeypatch.setattr(http_client, "INITIAL_RETRY_SECONDS", QUICK_CLIENT_RETRY_SECONDS)
     monkeypatch.setattr(http_client, "MAX_RETRY_SECONDS", 4 * QUICK_CLIENT_RETRY_SECONDS)
+
+
+@pytest.fixture(autouse=True)
+def _servers_unknown() -> None:
+    """Each test's runs learn their servers' ways anew (a scripted server may get a port an
+    earlier test's had)."""
+    fallbacks.forget_servers()
 
 
 @pytest.fixture

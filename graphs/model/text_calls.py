@@ -11,7 +11,9 @@ Only an unambiguous text is read: every call names an offered tool, and all the 
 one shape (tags, fences, or bare objects on their own lines). Anything else (an unknown tool,
 JSON that does not parse, calls mixed with other JSON, a call inside a sentence) is left
 alone, and `text_call_problem` says what is wrong with it. For a forced decision (one tool
-required) a lone JSON object that validates as that tool's arguments counts as a call too.
+required) a lone JSON object that validates as that tool's arguments counts as a call too,
+and a call whose `arguments` is a list gives it to the tool's only argument where that takes a
+list (`{"name": "plan", "arguments": [...]}`: the steps where `{"steps": [...]}` goes).
 
 Everything here is a pure function of the reply and the offered tools.
 """
@@ -23,7 +25,7 @@ import re
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_origin
 
 from langchain_core.messages import AIMessage, ToolCall
 from pydantic import BaseModel, ValidationError
@@ -91,7 +93,7 @@ def read_text_calls(text: str, offered: OfferedTools) -> TextCalls:
             if segment.shape == "tagged" or _CALL_LIKE.search(segment.body):
                 return TextCalls(problem=f"the {segment.shape} tool call is not valid JSON")
             continue
-        found = [_as_calls(value) for value in segment.values]
+        found = [_as_calls(value, offered) for value in segment.values]
         if problem := next((item for item in found if isinstance(item, str)), None):
             return TextCalls(problem=problem)
         written = [item for item in found if isinstance(item, list)]
@@ -215,11 +217,11 @@ def _bare(text: str) -> Iterator[_Segment]:
         yield _Segment("bare", (start, end), [value], text[start:end])
 
 
-def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | str | None:
+def _as_calls(value: Any, offered: OfferedTools) -> list[tuple[str, dict[str, Any]]] | str | None:
     """The calls a JSON value writes (an object, or a list of them); None when it is not a
     call at all; a problem when it looks like one but is broken."""
     items = value if isinstance(value, list) and value else [value]
-    found = [_as_call(item) for item in items]
+    found = [_as_call(item, offered) for item in items]
     if all(item is None for item in found):
         return None
     problems = [item for item in found if isinstance(item, str)]
@@ -230,8 +232,9 @@ def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | str | None:
     return [item for item in found if isinstance(item, tuple)]
 
 
-def _as_call(value: Any) -> tuple[str, dict[str, Any]] | str | None:
-    """(name, arguments) of one call object, None for other JSON, or a problem."""
+def _as_call(value: Any, offered: OfferedTools) -> tuple[str, dict[str, Any]] | str | None:
+    """(name, arguments) of one call object, None for other JSON, or a problem. A forced
+    decision whose one argument is a list may get that list as its whole `arguments`."""
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("function"), dict) and "name" not in value:
@@ -252,9 +255,20 @@ def _as_call(value: Any) -> tuple[str, dict[str, Any]] | str | None:
             return f"the arguments of `{name}` are not valid JSON"
     if args is None:
         args = {}
+    if isinstance(args, list) and (field := _only_list_field(offered)):
+        args = {field: args}  # `{"name": "plan", "arguments": [...]}`: the steps themselves
     if not isinstance(args, dict):
         return f"the arguments of `{name}` are not a JSON object"
     return name, args
+
+
+def _only_list_field(offered: OfferedTools) -> str | None:
+    """The name of a forced decision's only argument when it takes a list, else None."""
+    fields = offered.required_args.model_fields if offered.required_args else {}
+    if len(fields) != 1:
+        return None
+    ((name, info),) = fields.items()
+    return name if get_origin(info.annotation) is list else None
 
 
 def _tool_call(name: str, args: dict[str, Any]) -> ToolCall:

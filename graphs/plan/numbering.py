@@ -46,8 +46,8 @@ from replan.graphs.plan.echoes import copies_instructions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
 from replan.graphs.plan.progress import step_key
 from replan.graphs.plan.provenance import PLAN_ADVICE, Provenance
-from replan.graphs.plan.references import references, renumber
-from replan.graphs.plan.tool_steps import format_call
+from replan.graphs.plan.references import references
+from replan.graphs.plan.tool_steps import format_call, renamed_call
 
 _A_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?:\(\))?")
 """A step text that is only a name (`read_webpage`, `get_balance()`): no work an agent can do
@@ -332,8 +332,7 @@ class Numbering:
                 step["deferred"] = str(item.tool)
             elif item.tool is not None:
                 step["tool"] = item.tool
-                step["args"] = renumber(item.args or {}, to_id)
-                step["step"] = format_call(item.tool, step["args"])
+                step["args"], step["step"] = renamed_call(item.tool, item.args or {}, to_id)
             elif item.tools is not None:
                 step["tools"] = list(item.tools)
             elif match is not None and "tools" in match:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
-from replan.graphs.plan.references import renumber
-from replan.graphs.plan.tool_steps import format_call, same_call
+from replan.graphs.plan.tool_steps import renamed_call, same_call
 
 NO_PROGRESS_TIMES = 2
 """How many times a step may be carried out; a plan whose next wave holds it once more stops the
@@ -67,6 +66,5 @@ def without_calls_made(
 def _renamed(step: PlannedStep, ids: dict[int, int]) -> PlannedStep:
     out: PlannedStep = {**step, "depends_on": sorted({ids.get(d, d) for d in step["depends_on"]})}
     if "tool" in step:
-        out["args"] = renumber(step.get("args") or {}, ids)
-        out["step"] = format_call(step["tool"], out["args"])
+        out["args"], out["step"] = renamed_call(step["tool"], step.get("args") or {}, ids)
     return out

@@ -62,7 +62,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from replan.graphs.plan.references import REFERENCE, as_text, parsed, resolve, shape
+from replan.graphs.plan.references import (
+    REFERENCE,
+    as_text,
+    parsed,
+    renumber,
+    resolve,
+    shape,
+)
 
 _NUMBER_AT_END = re.compile(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+[^\s\d]{1,12})?\s*$")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
@@ -263,6 +270,15 @@ def format_call(tool: str, args: Mapping[str, Any]) -> str:
         f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()
     )
     return f"{tool}({shown})"
+
+
+def renamed_call(
+    tool: str, args: Mapping[str, Any], ids: Mapping[int, int]
+) -> tuple[dict[str, Any], str]:
+    """A tool step's `args` with each reference's step renamed by `ids`, and the step's text
+    written anew from them (`format_call`)."""
+    renamed = renumber(args, ids)
+    return renamed, format_call(tool, renamed)
 
 
 def first_line(text: str, limit: int = RESULT_CHARS) -> str:

@@ -33,7 +33,8 @@ OBJECTIVE = "Compare task queues in 4 diamond steps"
 
 
 def _context(server: ScriptedOpenAIServer, **overrides: Any) -> Context:
-    return Context(model="scripted-model", base_url=server.base_url, max_retries=0, **overrides)
+    settings: dict[str, Any] = {"model": "scripted-model", "max_retries": 0, **overrides}
+    return Context(base_url=server.base_url, **settings)
 
 
 def _decisions(server: ScriptedOpenAIServer) -> list[dict[str, Any]]:
@@ -323,6 +324,33 @@ def test_servers_that_ignore_tool_choice_refuse_nothing(
         assert [bool(r.get("tools")) for r in decisions] == [True] + [False] * (len(decisions) - 1)
     else:
         assert record is None
+
+
+def test_a_later_thread_on_the_same_server_starts_in_the_mode_the_first_was_left_in(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """llama-server lets a forced call come back as text: the first thread learns it with its
+    planner's request; the next threads on that server and model ask for JSON from their first
+    request, and keep the record. Another model on that server learns anew."""
+    server.quirks = LLAMA_CPP
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
+
+    def thread(name: str, **overrides: Any) -> list[bool]:
+        """Whether each decision request of a new thread offered tools."""
+        before = len(_decisions(server))
+        config = {"configurable": {"thread_id": name}}
+        result = run(graph, OBJECTIVE, config=config, context=_context(server, **overrides))
+        assert result["response"].startswith("All 4 steps")
+        record = graph.get_state(config).values["decision_mode"]
+        assert record["mode"] == "json_schema"
+        assert [f["reason"] for f in record["fallbacks"]] == ["unenforced"]
+        return [bool(r.get("tools")) for r in _decisions(server)[before:]]
+
+    first = thread("first")
+    assert first[0] and not any(first[1:])
+    assert not any(thread("second"))
+    other = thread("another model", model="another-model")
+    assert other[0] and not any(other[1:])
 
 
 def test_a_call_written_as_text_with_a_mistake_is_asked_for_again_as_json(

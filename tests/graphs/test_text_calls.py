@@ -16,7 +16,7 @@ from replan.graphs.model.text_calls import (
     recovered_calls,
     text_call_problem,
 )
-from replan.graphs.plan.decisions import PlanArgs
+from replan.graphs.plan.decisions import PlanArgs, RespondArgs
 
 TASK_TOOLS = OfferedTools.of(["TaskCreate", "TaskList", "TaskUpdate"])
 PLAN_FORCED = OfferedTools.of(["plan"], PlanArgs)
@@ -227,3 +227,19 @@ def test_bare_arguments_count_only_for_a_forced_decision_and_only_when_valid() -
 def test_a_forced_decision_offers_exactly_one_tool() -> None:
     with pytest.raises(ValueError, match="exactly one tool"):
         OfferedTools.of(["plan", "respond"], PlanArgs)
+
+
+def test_a_forced_decisions_only_list_argument_may_come_as_the_whole_arguments() -> None:
+    """Seen on llama-server: `{"name": "plan", "arguments": [...steps]}` in a fence, the steps
+    written where their object goes; before, the reply was a mistake and asked again."""
+    steps = [{"tool": "cat", "args": {"file_name": "notes"}}, "Sum it up"]
+    text = f"```json\n{_obj({'name': 'plan', 'arguments': steps})}\n```"
+    assert _named(text, PLAN_FORCED) == [("plan", {"steps": steps})]
+    # not where the tool is not forced, nor where the list is not the only argument's
+    unforced = OfferedTools.of(["plan"])
+    assert recover_text_calls(AIMessage(text), unforced) is None
+    assert text_call_problem(AIMessage(text), unforced) == (
+        "the arguments of `plan` are not a JSON object"
+    )
+    answer = f"```json\n{_obj({'name': 'respond', 'arguments': ['done']})}\n```"
+    assert recover_text_calls(AIMessage(answer), OfferedTools.of(["respond"], RespondArgs)) is None

@@ -7,15 +7,23 @@ run: the run's `decision_mode` state channel remembers it, and a `decision_fallb
 the plan stream (`replan.graphs.plan_stream`) says it. A mode the server accepts but does not
 enforce is left for the model's mistakes in it, for the mode's `after_mistakes`, with the same
 record (`give_up`).
+
+What a run learns of its server is kept for the process too (`DecisionModes.talking_to`): a
+later run on the same server and model (an OpenAI-compatible base URL and model name), asking
+in the same mode, starts where the last one that left that mode ended, instead of paying again
+for the requests that taught it (a served graph, or a benchmark, runs many threads on one
+server). A refusal still moves such a run further on.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import openai
+from langchain_core.language_models import BaseChatModel
 
 from replan.graphs.context import Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError
@@ -44,6 +52,25 @@ def refusal_status(error: ModelUnavailableError) -> int | None:
     return None
 
 
+Server = tuple[str, str]
+"""A model server as a run's chat model names it: its base URL and the model's name."""
+
+_LEARNT: dict[tuple[Server, DecisionMode], DecisionModeRecord] = {}
+"""The last record of a run that left its requested mode, by server and that mode."""
+
+
+def server_of(model: BaseChatModel) -> Server | None:
+    """The server and model `model` talks to (a `ChatOpenAI`'s base URL and model name); None
+    for a chat model that does not say."""
+    base, name = getattr(model, "openai_api_base", None), getattr(model, "model_name", None)
+    return (base, name) if isinstance(base, str) and isinstance(name, str) else None
+
+
+def forget_servers() -> None:
+    """Forget what runs of this process learnt of their servers."""
+    _LEARNT.clear()
+
+
 @dataclass
 class DecisionModes:
     """How one run asks for decisions: the mode its context asks for, and the fallbacks its
@@ -52,11 +79,26 @@ class DecisionModes:
     requested: DecisionMode = "tool_required"
     record: DecisionModeRecord | None = None
     changed: bool = False
+    server: Server | None = None
 
     @classmethod
     def of_run(cls, context: Context, state: PlanExecuteState) -> DecisionModes:
         """The modes of the run whose context and state these are."""
         return cls(context.decision_mode, state.get("decision_mode"))
+
+    def talking_to(self, model: BaseChatModel) -> None:
+        """Ask `model`'s server: a run that has not left its requested mode starts in the mode
+        an earlier run of this process on that server, asking the same, was left in (module
+        docstring); the record is this run's from then on."""
+        self.server = server_of(model)
+        learnt = _LEARNT.get((self.server, self.requested)) if self.server else None
+        if self.record is None and learnt is not None:
+            self.record, self.changed = copy.deepcopy(learnt), True
+
+    def _changed_to(self, record: DecisionModeRecord) -> None:
+        self.record, self.changed = record, True
+        if self.server:
+            _LEARNT[(self.server, self.requested)] = copy.deepcopy(record)
 
     @property
     def mode(self) -> DecisionMode:
@@ -81,8 +123,7 @@ class DecisionModes:
             }
             fallbacks.append(fallback)
             publish("decision_fallback", fallback=dict(fallback))
-        self.record = {"mode": to, "fallbacks": fallbacks}
-        self.changed = True
+        self._changed_to({"mode": to, "fallbacks": fallbacks})
 
     def give_up(self, request: Request, reason: FallbackReason = "mistakes") -> bool:
         """Leave the mode asked in now for the model's mistakes in it (`reason` "mistakes":
@@ -101,9 +142,8 @@ class DecisionModes:
             "reason": reason,
         }
         fallbacks = [*fallbacks_of(self.record), fallback]
-        self.record = {"mode": left, "fallbacks": fallbacks}
-        self.record["mode"] = self.mode  # `to`, or where a refusal of `to` led before
-        self.changed = True
+        mode = effective_mode(self.requested, {"mode": left, "fallbacks": fallbacks})
+        self._changed_to({"mode": mode, "fallbacks": fallbacks})  # `to`, or past its refusal
         publish("decision_fallback", fallback=dict(fallback))
         return True
 
