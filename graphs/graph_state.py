@@ -120,10 +120,11 @@ its retries, its plan rejected at review (nothing was carried out), or a new use
 before it ended (`superseded`: it was left as it was); "" when it met it."""
 
 
-FallbackReason = Literal["refused", "mistakes", "unenforced"]
+FallbackReason = Literal["refused", "mistakes", "unenforced", "known"]
 """Why a run left a way of asking for decisions: the server refused it (an HTTP error), the
-model's replies to it kept carrying no decision, or the server let a forced call come back as
-text, which it then does not enforce (`replan.graphs.model.decision_modes`)."""
+model's replies to it kept carrying no decision, the server let a forced call come back as
+text, which it then does not enforce, or the server is known not to enforce it before anything
+was asked (`replan.graphs.model.decision_modes`, `replan.graphs.model.servers`)."""
 
 
 class DecisionFallback(TypedDict):

@@ -6,11 +6,12 @@ for:
 - an assistant message with tool calls and no text goes out with `content` "" rather than null
   (langchain-openai writes null; llama-cpp-python's server refuses it with HTTP 500, OpenAI
   and the other servers take either);
-- a failed request (HTTP 408, 409, 429 or 5xx, no answer in time, no connection) is sent again
-  up to `Context.max_retries` times, with the OpenAI client's own policy (the server's
-  `retry-after`, else backoff from 0.5 s doubling to 8 s, less up to a quarter), by replan
-  rather than the client, so that each retry can be reported (`model_retries_reported`)
-  before its wait;
+- a failed chat completion request (HTTP 408, 409, 429 or 5xx, no answer in time, no
+  connection) is sent again up to `Context.max_retries` times, with the OpenAI client's own
+  policy (the server's `retry-after`, else backoff from 0.5 s doubling to 8 s, less up to a
+  quarter), by replan rather than the client, so that each retry can be reported
+  (`model_retries_reported`) before its wait; another request (the models list, which only
+  tells replan about the server) is sent once;
 - unusable HTTP 200 replies are refused (response hooks, `failures.UnusableReplyError`).
 """
 
@@ -194,7 +195,7 @@ def _with_empty_assistant_content(request: httpx2.Request) -> httpx2.Request:
 
 class ModelHttpClient(openai.DefaultHttpxClient):
     """A sync HTTP client for model requests (see the module docstring), retrying each failed
-    request up to `retries` times."""
+    chat completion request up to `retries` times."""
 
     def __init__(self, retries: int) -> None:
         super().__init__(verify=_tls_context(), event_hooks={"response": [_check_reply]})
@@ -203,7 +204,7 @@ class ModelHttpClient(openai.DefaultHttpxClient):
     def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
         """Send `request` (tool-call messages with "" content), retrying failures."""
         request = _with_empty_assistant_content(request)
-        retries = _Retries(self.retries)
+        retries = _Retries(self.retries if is_chat_completion_request(request) else 0)
         while True:
             try:
                 response = super().send(request, **kwargs)
@@ -227,7 +228,7 @@ class AsyncModelHttpClient(openai.DefaultAsyncHttpxClient):
     async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
         """Send `request` (tool-call messages with "" content), retrying failures."""
         request = _with_empty_assistant_content(request)
-        retries = _Retries(self.retries)
+        retries = _Retries(self.retries if is_chat_completion_request(request) else 0)
         while True:
             try:
                 response = await super().send(request, **kwargs)

@@ -22,12 +22,15 @@ written next)"""
 REPLANNER_TASK = """# Objective
 {objective}
 
+# Steps done, with their results
+{executed_steps}
+
 # Steps still planned
 (new steps are numbered from {next})
-{plan}
-
-# Steps done, with their results
-{executed_steps}{tasks}{repeated}"""
+{plan}{tasks}{repeated}"""
+"""The replanner's briefing. What a turn's replans share comes first (the objective, then the
+steps done, which only grow), what each changes last (the steps still planned), so that a
+server caching the last prompt (llama-server) reads the done steps' results once a turn."""
 
 REPLANNER_TOOL_STEPS = """Decide what happens next on the objective below. When the results meet \
 it, call {respond}. Else call `plan` with only the steps still to do, numbered from the number \

@@ -173,10 +173,13 @@ def run_settings(snapshot: StateSnapshot) -> dict[str, Any] | None:
 def fallback_line(fallback: DecisionFallback) -> str:
     """What a run says when it left a way of asking for decisions: the model server refused
     it, the model's replies to it kept carrying no decision (`MISTAKES_BEFORE_FALLBACK` in a
-    row, or one run on to the token limit), or the server did not enforce a forced call."""
+    row, or one run on to the token limit), the server did not enforce a forced call, or it is
+    known not to enforce the mode."""
     then = f"asking for decisions as {fallback['fallback']} from now on"
     if fallback.get("reason") == "mistakes":
         return f"the model's replies to {fallback['asked']} carried no decision; {then}"
+    if fallback.get("reason") == "known":
+        return f"the model server is known not to enforce {fallback['asked']}; {then}"
     if fallback.get("reason") == "unenforced":
         asked = fallback["asked"]
         return f"the model server sent back as text a call it was forced to make ({asked}); {then}"

@@ -78,7 +78,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._serves(MODELS_PATH):
             self._not_found()
             return
-        model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
+        self.server.owner.models_listed += 1
+        model = {
+            "id": MODEL_ID,
+            "object": "model",
+            "created": 0,
+            "owned_by": self.server.owner.owned_by,
+        }
         self._send(200, {"object": "list", "data": [model]}, {})
 
     def do_POST(self) -> None:
@@ -148,6 +154,10 @@ class ScriptedOpenAIServer(BackgroundServer):
     responder: Responder | None = None
     port: int = 0
     quirks: Quirks = field(default_factory=Quirks)
+    owned_by: str = "tests"
+    """Who GET /v1/models says owns its models (llama.cpp's server says `llamacpp`)."""
+    models_listed: int = field(default=0, init=False)
+    """How many times GET /v1/models was asked."""
     _queue: deque[Reply] = field(default_factory=deque, init=False, repr=False)
     _requests: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
     _usages: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(

@@ -137,6 +137,23 @@ def test_a_forced_call_sent_back_as_text_moves_the_decisions_to_json(
     assert shown["settings"]["decision_mode"] == "json_schema"
 
 
+def test_a_server_known_not_to_enforce_a_forced_call_is_asked_for_json_from_the_start(
+    server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server whose models list names `llamacpp`: the run says so once and asks every
+    decision, the planner's first included, as JSON."""
+    server.quirks, server.owned_by = LLAMA_CPP, "llamacpp"
+    done = invoke(capsys, "run", *PLANNED, "Ship it in 2 steps", "--thread-id", "t")
+
+    assert done.code == ExitCode.OK, done.err
+    assert (
+        "the model server is known not to enforce tool_required (its models' owner: "
+        "llamacpp); asking for decisions as json_schema from now on"
+    ) in done.err.splitlines()
+    decisions = [r for r in server.requests if script.classify(r).role in ("planner", "replanner")]
+    assert decisions and all("tools" not in r for r in decisions)
+
+
 def test_a_replanner_that_never_decides_ends_not_finished_with_the_work_kept(
     server: ScriptedOpenAIServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -353,6 +353,40 @@ def test_a_later_thread_on_the_same_server_starts_in_the_mode_the_first_was_left
     assert other[0] and not any(other[1:])
 
 
+@both_modes
+def test_a_server_that_names_itself_llama_cpp_is_asked_for_json_from_the_first_decision(
+    server: ScriptedOpenAIServer, mode: Mode
+) -> None:
+    """llama.cpp's server names its models' owner `llamacpp` and does not enforce a forced
+    call: the run lists the models once and asks every decision as JSON, the first included,
+    recording why; a later thread does not ask again."""
+    server.quirks, server.owned_by = LLAMA_CPP, "llamacpp"
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
+    for thread in ("first", "second"):
+        config = {"configurable": {"thread_id": thread}}
+        result = run(graph, OBJECTIVE, mode, config=config, context=_context(server))
+        assert result["response"].startswith("All 4 steps")
+        record = graph.get_state(config).values["decision_mode"]
+        assert record["mode"] == "json_schema"
+        assert [f["reason"] for f in record["fallbacks"]] == ["known"]
+    decisions = _decisions(server)
+    assert decisions and not any(r.get("tools") for r in decisions)
+    assert server.models_listed == 1
+
+
+def test_a_server_that_names_another_owner_is_asked_as_the_run_says(
+    server: ScriptedOpenAIServer,
+) -> None:
+    """Any other owner (here a server that enforces a forced call) keeps the run's mode."""
+    server.owned_by = "vllm"
+    graph = build_plan_execute_graph(checkpointer=InMemorySaver(), task_tools="compact")
+    config = {"configurable": {"thread_id": "t"}}
+    result = run(graph, OBJECTIVE, config=config, context=_context(server))
+    assert result["response"].startswith("All 4 steps")
+    assert graph.get_state(config).values.get("decision_mode") is None
+    assert all(r.get("tools") for r in _decisions(server))
+
+
 def test_a_call_written_as_text_with_a_mistake_is_asked_for_again_as_json(
     server: ScriptedOpenAIServer,
 ) -> None:

@@ -130,7 +130,7 @@ def decide(
     leniently, so a truncated call could pass for a whole one.
     """
     modes = modes or DecisionModes()
-    modes.talking_to(model)
+    yield from modes.talking_to(model)
     conversation = list(messages)
     recovered = mistakes = attempts = in_a_row = 0
     while True:

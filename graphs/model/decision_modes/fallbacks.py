@@ -12,7 +12,9 @@ What a run learns of its server is kept for the process too (`DecisionModes.talk
 later run on the same server and model (an OpenAI-compatible base URL and model name), asking
 in the same mode, starts where the last one that left that mode ended, instead of paying again
 for the requests that taught it (a served graph, or a benchmark, runs many threads on one
-server). A refusal still moves such a run further on.
+server). A refusal still moves such a run further on. Before its first request to a server,
+a run asks what the server says of itself (`replan.graphs.model.servers`): on one known not to
+enforce the run's mode, it starts in the mode it would have fallen back to (reason "known").
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import openai
 from langchain_core.language_models import BaseChatModel
 
+from replan.graphs.calls import Steps
 from replan.graphs.context import Context, DecisionMode
 from replan.graphs.errors import ModelUnavailableError
 from replan.graphs.graph_state import (
@@ -37,6 +40,13 @@ from replan.graphs.graph_state import (
 )
 from replan.graphs.model.decision_modes.registry import fallbacks_after, strategy
 from replan.graphs.model.decision_modes.strategy import Request
+from replan.graphs.model.servers import (
+    Server,
+    forget_owners,
+    server_of,
+    server_owner,
+    unenforced_modes,
+)
 from replan.graphs.plan_stream import publish
 
 REFUSAL_STATUSES = frozenset({400, 422, 500, 501})
@@ -52,23 +62,14 @@ def refusal_status(error: ModelUnavailableError) -> int | None:
     return None
 
 
-Server = tuple[str, str]
-"""A model server as a run's chat model names it: its base URL and the model's name."""
-
 _LEARNT: dict[tuple[Server, DecisionMode], DecisionModeRecord] = {}
 """The last record of a run that left its requested mode, by server and that mode."""
 
 
-def server_of(model: BaseChatModel) -> Server | None:
-    """The server and model `model` talks to (a `ChatOpenAI`'s base URL and model name); None
-    for a chat model that does not say."""
-    base, name = getattr(model, "openai_api_base", None), getattr(model, "model_name", None)
-    return (base, name) if isinstance(base, str) and isinstance(name, str) else None
-
-
 def forget_servers() -> None:
-    """Forget what runs of this process learnt of their servers."""
+    """Forget what runs of this process learnt of their servers, and what the servers said."""
     _LEARNT.clear()
+    forget_owners()
 
 
 @dataclass
@@ -86,14 +87,20 @@ class DecisionModes:
         """The modes of the run whose context and state these are."""
         return cls(context.decision_mode, state.get("decision_mode"))
 
-    def talking_to(self, model: BaseChatModel) -> None:
+    def talking_to(self, model: BaseChatModel) -> Steps[None]:
         """Ask `model`'s server: a run that has not left its requested mode starts in the mode
-        an earlier run of this process on that server, asking the same, was left in (module
-        docstring); the record is this run's from then on."""
+        an earlier run of this process on that server, asking the same, was left in; else, on
+        a server known not to enforce the mode (`replan.graphs.model.servers`), in the mode
+        it would fall back to (module docstring). The record is this run's from then on."""
         self.server = server_of(model)
-        learnt = _LEARNT.get((self.server, self.requested)) if self.server else None
-        if self.record is None and learnt is not None:
+        if self.server is None or self.record is not None:
+            return
+        if (learnt := _LEARNT.get((self.server, self.requested))) is not None:
             self.record, self.changed = copy.deepcopy(learnt), True
+            return
+        owner = yield from server_owner(model, self.server)
+        if self.mode in unenforced_modes(owner):
+            self._leave(f"{self.mode} (its models' owner: {owner})", "known")
 
     def _changed_to(self, record: DecisionModeRecord) -> None:
         self.record, self.changed = record, True
@@ -130,13 +137,18 @@ class DecisionModes:
         its replies to `request` carried no decision; "unenforced": the server let a forced
         call come back as text), for its strategy's `after_mistakes` mode (skipping modes the
         server refused before); record and announce it. False when there is no mode to go to."""
+        return self._leave(request.asked, reason)
+
+    def _leave(self, asked: str, reason: FallbackReason) -> bool:
+        """Leave the mode asked in now, for `reason`, as `give_up` says (`asked`: what its
+        requests carry, or why the server is known not to enforce it)."""
         left = self.mode
         to = strategy(left).after_mistakes
         if to is None:
             return False
         fallback: DecisionFallback = {
             "refused": left,
-            "asked": request.asked,
+            "asked": asked,
             "status": None,
             "fallback": to,
             "reason": reason,
