@@ -31,8 +31,11 @@ if TYPE_CHECKING:  # `replan show` and `threads` read leases without loading Lan
 LEASE_ENV = "REPLAN_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 30.0
 """How long a lease lasts unless renewed, when `$REPLAN_LEASE_SECONDS` does not say."""
-"""How often a running holder renews its lease."""
 TABLE = "replan_leases"
+CREATE_LOCK_KEY = 0x6C6561736573  # "leases" in ASCII
+"""PostgreSQL advisory lock held while creating the table: two processes running `CREATE TABLE
+IF NOT EXISTS` at once on a fresh database can fail in one of them (a duplicate `pg_type`
+row)."""
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (thread_id TEXT PRIMARY KEY, holder TEXT NOT NULL, "
     "host TEXT NOT NULL, pid INTEGER NOT NULL, epoch INTEGER NOT NULL, "
@@ -141,6 +144,16 @@ class _Table:
             await conn.commit()
             return [tuple(row) for row in rows]
 
+    async def create(self) -> None:
+        """Create the table if it is missing (on PostgreSQL, one process at a time)."""
+        if not self.postgres:
+            await self.run(_CREATE)
+            return
+        conn: Any = self.saver.conn  # type: ignore[attr-defined]
+        async with self.lock, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (CREATE_LOCK_KEY,))
+            await conn.execute(_CREATE)
+
     async def exists(self) -> bool:
         if self.postgres:
             rows = await self.run("SELECT to_regclass(?) IS NOT NULL", (TABLE,))
@@ -181,7 +194,7 @@ async def take_lease(saver: BaseCheckpointSaver[Any], thread_id: str, holder: st
     """Take `thread_id` for `holder`: a new lease, or one that lapsed, with the next epoch.
     Raises ThreadHeldError while another holder's lease is live."""
     table = _Table(saver)
-    await table.run(_CREATE)
+    await table.create()
     now, lasts = time.time(), lease_seconds()
     host, pid = socket.gethostname(), os.getpid()
     taken = await table.run(_TAKE, (thread_id, holder, host, pid, now + lasts, now))

@@ -15,7 +15,7 @@ import pytest
 
 from replan.testing import Reply, ScriptedOpenAIServer
 from replan.testing import plan_script as script
-from tests.support.cli_harness import PLANNED, finish, invoke, start_cli
+from tests.support.cli_harness import PLANNED, finish_all, invoke, start_cli
 
 pytestmark = pytest.mark.slow  # real processes
 
@@ -71,7 +71,7 @@ def test_two_processes_share_one_database(
             )
             for name in ("alpha", "beta")
         }
-        outcomes = {name: finish(process, START_UP_SECONDS) for name, process in runs.items()}
+        outcomes = finish_all(runs, START_UP_SECONDS)
         topics = [_topic(r) for r in server.requests]
     for name, outcome in outcomes.items():
         assert outcome.code == 0, outcome.err

@@ -101,6 +101,20 @@ def finish(
     return Outcome(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
+def finish_all(processes: dict[str, subprocess.Popen[bytes]], timeout: float) -> dict[str, Outcome]:
+    """Wait for started `replan` processes, each within `timeout`; when one does not end,
+    kill them all and fail with what each had printed on stderr (the one that hangs may be
+    waiting for another that failed)."""
+    try:
+        return {name: finish(process, timeout) for name, process in processes.items()}
+    except subprocess.TimeoutExpired:
+        for process in processes.values():
+            process.kill()
+        errors = {name: finish(process).err[-2000:] for name, process in processes.items()}
+        message = f"a run did not end within {timeout:.0f} s; their stderr: {errors}"
+        raise AssertionError(message) from None
+
+
 def run_cli(
     server: ScriptedOpenAIServer | None,
     cwd: Path,
