@@ -115,9 +115,10 @@ class PlanExecuteInput(TypedDict):
 
 StopReason = Literal["", "max_iterations", "no_progress", "no_decision", "rejected", "superseded"]
 """Why a turn ended without meeting its objective: its round limit, a step planned again after
-it had been carried out twice (`repeated_step`), no usable planner or replanner decision within
-its retries, its plan rejected at review (nothing was carried out), or a new user message came
-before it ended (`superseded`: it was left as it was); "" when it met it."""
+it had been carried out twice (a failed call: twice with the same result; `repeated_step`),
+no usable planner or replanner decision within its retries, its plan rejected at review
+(nothing was carried out), or a new user message came before it ended (`superseded`: it was
+left as it was); "" when it met it."""
 
 
 FallbackReason = Literal["refused", "mistakes", "unenforced", "known"]

@@ -57,6 +57,7 @@ def _owner(listed: Any, name: str) -> str | None:
 
 
 def _listed(model: Any) -> str | None:
+    """The owner, asked once (a chat model built outside replan may have its client retry)."""
     try:
         client = model.root_client.with_options(timeout=OWNER_TIMEOUT, max_retries=0)
         return _owner(client.models.list(), model.model_name)

@@ -44,7 +44,7 @@ from typing import Any
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
 from replan.graphs.plan.echoes import copies_instructions
 from replan.graphs.plan.own_tools import NO_TOOLS, OwnTools
-from replan.graphs.plan.progress import step_key
+from replan.graphs.plan.progress import may_work_now, step_key
 from replan.graphs.plan.provenance import PLAN_ADVICE, Provenance
 from replan.graphs.plan.references import references
 from replan.graphs.plan.tool_steps import format_call, renamed_call
@@ -114,10 +114,12 @@ class Numbering:
     ) -> Numbering:
         """A replan: items numbered on from the next free number; `left` may be re-listed. A
         turn's first plan is one with nothing left: numbered on from the steps the turn before
-        carried out (from 1 when there are none)."""
+        carried out (from 1 when there are none). A failed call that may work now
+        (`may_work_now`) counts as not made: listing it again adds a call."""
         start = next_number(done, left)
         done_ids = frozenset(step["id"] for step in done if "id" in step)
-        texts = frozenset(step_key(step["step"]) for step in done)
+        retried = {id(step) for step in may_work_now(done)}
+        texts = frozenset(step_key(step["step"]) for step in done if id(step) not in retried)
         return cls(start, start, done_ids, tuple(left), tools, done_texts=texts)
 
     def nameable(self, count: int) -> set[int]:

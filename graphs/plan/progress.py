@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replan.graphs.graph_state import ExecutedStep, PlannedStep
-from replan.graphs.plan.tool_steps import renamed_call, same_call
+from replan.graphs.plan.tool_steps import renamed_call, same_call, withheld
 
 NO_PROGRESS_TIMES = 2
 """How many times a step may be carried out; a plan whose next wave holds it once more stops the
@@ -20,12 +20,37 @@ def step_key(text: str) -> str:
 
 
 def times_done(executed: Sequence[ExecutedStep]) -> dict[str, tuple[int, ExecutedStep]]:
-    """For each step text (by `step_key`): how many times it was carried out, and its last run."""
-    counts: dict[str, tuple[int, ExecutedStep]] = {}
+    """For each step text (by `step_key`): how many times it was carried out, and its last run.
+    A tool step whose last call failed counts only the runs that failed as it did: a call that
+    fails for another reason than before made progress (what its first error asked for was
+    done, and the tool now asks for something else)."""
+    runs: dict[str, list[ExecutedStep]] = {}
     for done in executed:
-        key = step_key(done["step"])
-        counts[key] = (counts.get(key, (0, done))[0] + 1, done)
-    return counts
+        runs.setdefault(step_key(done["step"]), []).append(done)
+    return {key: (_times(same), same[-1]) for key, same in runs.items()}
+
+
+def _times(runs: Sequence[ExecutedStep]) -> int:
+    last = runs[-1]
+    if "tool" not in last or last.get("status") != "failed":
+        return len(runs)
+    return sum(run.get("result") == last["result"] for run in runs)
+
+
+def may_work_now(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
+    """The tool steps of `executed` whose call failed and may work if made again: a call that
+    may act worked after it (what its error asked for first may have been done since), and no
+    later call of its tool worked. Withheld calls are not among them."""
+    found = []
+    for index, done in enumerate(executed):
+        if "tool" not in done or done.get("status") != "failed" or withheld(done["result"]):
+            continue
+        worked = [later for later in executed[index + 1 :] if later.get("status", "done") == "done"]
+        if any(later.get("acted") for later in worked) and not any(
+            later.get("tool") == done["tool"] for later in worked
+        ):
+            found.append(done)
+    return found
 
 
 def repeated_step(

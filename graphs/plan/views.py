@@ -9,7 +9,7 @@ from typing import Any
 
 from replan.graphs.conversation import earlier_exchanges, turn_objective
 from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
-from replan.graphs.plan.progress import times_done
+from replan.graphs.plan.progress import may_work_now, times_done
 from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.scheduling import last_wave, steps_left
 from replan.graphs.plan.tool_steps import first_line, format_call, withheld
@@ -170,13 +170,16 @@ def executor_briefing(run: StepRun, task_tools: bool) -> dict[str, str]:
 
 
 def calls_short(state: PlanExecuteState) -> list[str]:
-    """The calls a response would now leave short, one line each: the last wave's tool steps
-    that failed, with their result (not those withheld: a person or the run's rules kept them
-    from being made), then the tool steps and deferred steps still planned; none when every
-    call of the wave worked and none is left."""
+    """The calls a response would now leave short, one line each: the tool steps that failed,
+    with their result: those of the last wave (not those withheld: a person or the run's rules
+    kept them from being made) and earlier ones that may work now (`may_work_now`); then the
+    tool steps and deferred steps still planned; none when every call worked and none is
+    left."""
+    wave = last_wave(state)
+    earlier = [done for done in may_work_now(state.get("executed_steps", [])) if done not in wave]
     failed = [
         f"{done['id']}. {done['step']} failed: {first_line(done['result'])}"
-        for done in last_wave(state)
+        for done in [*earlier, *wave]
         if "tool" in done and done.get("status") == "failed" and not withheld(done["result"])
     ]
     unmade = [

@@ -254,7 +254,9 @@ def test_a_response_leaving_planned_calls_is_followed_by_one_plan_only_request(
     mode: Mode,
 ) -> None:
     """`remove` fails and the replanner responds as if all were done: it is asked once more,
-    for a plan only, told which call failed and which was not made; that plan runs."""
+    for a plan only, told which call failed and which was not made; that plan runs. After it
+    a call acted (`enter`), so the failed `remove` may work now: the next response gets the
+    plan-only request too, and stands when its plan makes no call not made before."""
     folder = Folder()
     model = FakeChatModel(
         planner=[plan_call(*REMOVE_THEN_UP)],
@@ -262,6 +264,7 @@ def test_a_response_leaving_planned_calls_is_followed_by_one_plan_only_request(
             call("respond", response="All drafts removed."),
             plan_call({"tool": "listing"}, {"tool": "enter", "args": {"folder_name": ".."}}),
             call("respond", response="No file matched drafts/*; back in the parent folder."),
+            plan_call({"tool": "enter", "args": {"folder_name": ".."}}),
         ],
     )
     graph = build_plan_execute_graph(model, folder.tools, checkpointer=InMemorySaver())
@@ -269,10 +272,11 @@ def test_a_response_leaving_planned_calls_is_followed_by_one_plan_only_request(
 
     assert folder.calls == ["remove drafts/*", "listing", "enter .."]
     assert result["response"].startswith("No file matched")
-    (_, plan_only, _) = model.requests_of("replanner")
+    (_, plan_only, _, asked_again) = model.requests_of("replanner")
     assert plan_only.tools == ["plan"]
     assert '1. remove(name="drafts/*") failed: {"error": ' in plan_only.prompt
     assert '2. enter(folder_name="..") (not made)' in plan_only.prompt
+    assert '1. remove(name="drafts/*") failed: {"error": ' in asked_again.prompt
     assert graph.get_state(CONFIG).values["corrected_mistakes"] == 1
 
 
@@ -332,6 +336,74 @@ def test_a_response_after_the_last_call_failed_gets_one_plan_only_request(mode: 
     assert plan_only.tools == ["plan"]
     assert '1. remove(name="drafts/*") failed: {"error": ' in plan_only.prompt
     assert "Where a result says what must be done first" in plan_only.prompt
+
+
+def engine_tools(calls: list[str]) -> list[BaseTool]:
+    """`start` fails until `press` was called; both may act."""
+
+    @tool
+    def press() -> str:
+        """Press the brake pedal."""
+        calls.append("press")
+        return "pressed"
+
+    @tool
+    def start() -> str:
+        """Start the engine."""
+        calls.append("start")
+        if "press" not in calls:
+            return json.dumps({"error": "press the brake pedal before starting the engine"})
+        return "started"
+
+    return [press, start]
+
+
+@both_modes
+def test_a_call_that_failed_before_what_its_error_asked_for_was_done_is_made_again(
+    mode: Mode,
+) -> None:
+    """`start` fails, the replanner plans what its error asks for first (`press`), then
+    responds without starting: asked once more for a plan only, told that `start` failed, it
+    lists `start` as it was, which is made again (it may work now) and works."""
+    calls: list[str] = []
+    model = FakeChatModel(
+        planner=[plan_call({"tool": "start"})],
+        replanner=[
+            plan_call({"tool": "press"}),
+            call("respond", response="The pedal is pressed."),
+            plan_call({"tool": "start"}),
+            call("respond", response="Started."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, engine_tools(calls), checkpointer=InMemorySaver())
+    result = run(graph, "Start the engine", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert calls == ["start", "press", "start"]
+    assert result["response"] == "Started."
+    plan_only = model.requests_of("replanner")[2]
+    assert plan_only.tools == ["plan"]
+    assert '1. start() failed: {"error": ' in plan_only.prompt
+
+
+@both_modes
+def test_a_failed_call_is_not_offered_again_while_nothing_acted_since(mode: Mode) -> None:
+    """`start` fails and a look-up follows (nothing acted since): the response after it
+    stands, and `start` listed again would only fail the same way."""
+    calls: list[str] = []
+    tools = [*engine_tools(calls), Folder().tools[1]]  # `listing`: read-only
+    model = FakeChatModel(
+        planner=[plan_call({"tool": "start"})],
+        replanner=[
+            plan_call({"tool": "listing"}),
+            call("respond", response="The engine did not start."),
+        ],
+    )
+    graph = build_plan_execute_graph(model, tools, checkpointer=InMemorySaver())
+    result = run(graph, "Start the engine", mode, config=CONFIG, context=WHEN_NEEDED)
+
+    assert calls == ["start"]
+    assert result["response"] == "The engine did not start."
+    assert len(model.requests_of("replanner")) == 2
 
 
 @both_modes

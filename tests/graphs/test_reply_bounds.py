@@ -303,6 +303,20 @@ def test_steps_are_the_same_whatever_their_case_and_spacing() -> None:
     assert repeated_step([{"id": 6, "step": "Test it", "depends_on": []}], done) is None
 
 
+def test_a_call_failing_for_another_reason_than_before_made_progress() -> None:
+    """A call that failed, then failed with another error (what the first asked for was done),
+    may be made once more; failing the same way twice, it may not."""
+    call: ExecutedStep = {"step": "start()", "tool": "start", "status": "failed", "result": ""}
+    wave: list[PlannedStep] = [{"id": 9, "step": "start()", "tool": "start", "depends_on": []}]
+    done = [{**call, "result": '{"error": "lock the doors first"}'}]
+    done.append({**call, "result": '{"error": "press the pedal first"}'})
+    assert repeated_step(wave, done) is None
+    done.append({**call, "result": '{"error": "press the pedal first"}'})
+    assert repeated_step(wave, done) == ("start()", 2)
+    done.append({**call, "status": "done", "result": "started"})
+    assert repeated_step(wave, done) == ("start()", 4)
+
+
 def _repeater(request: dict[str, Any]) -> Reply:
     """A model that plans the same step again after every run, written a little differently."""
     role = script.classify(request).role
