@@ -4,6 +4,7 @@ keep the intents of their tool calls (`replan.graphs.durable_calls`) and tools f
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from langgraph.store.base import BaseStore
 
 if TYPE_CHECKING:
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
     from psycopg import AsyncConnection
     from psycopg.rows import DictRow
 
@@ -26,6 +28,26 @@ from replan.graphs.persistence import (
     sqlite_path,
     unavailable,
 )
+
+SETUP_RACES = ("duplicate column name", "UNIQUE constraint failed")
+"""What a SQLite store's setup raises while another process sets up the same file (its
+migrations are not one transaction): it is set up again once that process is done."""
+SETUP_RETRY_SECONDS = 0.05
+
+
+async def setup_sqlite_store(store: AsyncSqliteStore, busy_timeout: float) -> None:
+    """`store.setup()`, again while another process is setting up the same file (within
+    `busy_timeout` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + busy_timeout
+    while True:
+        try:
+            await store.setup()
+            return
+        except sqlite3.Error as exc:
+            if not any(race in str(exc) for race in SETUP_RACES) or loop.time() > deadline:
+                raise
+        await asyncio.sleep(SETUP_RETRY_SECONDS)
 
 
 @asynccontextmanager
@@ -60,7 +82,7 @@ async def open_run_store(
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         store = AsyncSqliteStore(conn)
         try:
-            await store.setup()
+            await setup_sqlite_store(store, busy_timeout)
         except sqlite3.Error as exc:
             raise unavailable("cannot open", shown, exc) from exc
         yield store
