@@ -37,13 +37,19 @@ def _times(runs: Sequence[ExecutedStep]) -> int:
     return sum(run.get("result") == last["result"] for run in runs)
 
 
+def failed_call(done: ExecutedStep) -> bool:
+    """Whether `done` is a tool step whose call was made and failed (not withheld: a person or
+    the run's rules kept it from being made)."""
+    return "tool" in done and done.get("status") == "failed" and not withheld(done["result"])
+
+
 def may_work_now(executed: Sequence[ExecutedStep]) -> list[ExecutedStep]:
-    """The tool steps of `executed` whose call failed and may work if made again: a call that
-    may act worked after it (what its error asked for first may have been done since), and no
-    later call of its tool worked. Withheld calls are not among them."""
+    """The `failed_call` steps of `executed` that may work if made again: a call that may act
+    worked after it (what its error asked for first may have been done since), and no later
+    call of its tool worked."""
     found = []
     for index, done in enumerate(executed):
-        if "tool" not in done or done.get("status") != "failed" or withheld(done["result"]):
+        if not failed_call(done):
             continue
         worked = [later for later in executed[index + 1 :] if later.get("status", "done") == "done"]
         if any(later.get("acted") for later in worked) and not any(

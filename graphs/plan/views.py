@@ -9,10 +9,10 @@ from typing import Any
 
 from replan.graphs.conversation import earlier_exchanges, turn_objective
 from replan.graphs.graph_state import ExecutedStep, PlanExecuteState, PlanItem, PlannedStep, StepRun
-from replan.graphs.plan.progress import may_work_now, times_done
+from replan.graphs.plan.progress import failed_call, may_work_now, times_done
 from replan.graphs.plan.references import references, renumber
 from replan.graphs.plan.scheduling import last_wave, steps_left
-from replan.graphs.plan.tool_steps import first_line, format_call, withheld
+from replan.graphs.plan.tool_steps import first_line, format_call
 from replan.state.task_views import format_task_list
 from replan.state.tasks import TaskContext
 from replan.tools.task_state import as_task_context
@@ -175,12 +175,11 @@ def calls_short(state: PlanExecuteState) -> list[str]:
     kept them from being made) and earlier ones that may work now (`may_work_now`); then the
     tool steps and deferred steps still planned; none when every call worked and none is
     left."""
-    wave = last_wave(state)
+    wave = [done for done in last_wave(state) if failed_call(done)]
     earlier = [done for done in may_work_now(state.get("executed_steps", [])) if done not in wave]
     failed = [
         f"{done['id']}. {done['step']} failed: {first_line(done['result'])}"
         for done in [*earlier, *wave]
-        if "tool" in done and done.get("status") == "failed" and not withheld(done["result"])
     ]
     unmade = [
         f"{step['id']}. {step['step']} (not made)"
